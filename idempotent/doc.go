@@ -1,0 +1,46 @@
+// Package idempotent makes AWS Lambda handlers (and any function of the shape
+// func(context.Context, In) (Out, error)) idempotent: running an invocation twice
+// produces the same observable outcome as running it once.
+//
+// Wrap claims each idempotency key in a [Store] with one conditional write, runs the
+// handler once, stores its serialized response and replays that response to
+// duplicates:
+//
+//	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
+//	lambda.Start(idempotent.Wrap(store, chargeCard, idempotent.WithKey(func(r ChargeRequest) (string, error) {
+//		return r.OrderID, nil
+//	})))
+//
+// # The record and its states
+//
+// One record per key. A claim creates it INPROGRESS with a lease (a random token
+// and an end time derived from ctx.Deadline()); a successful handler completes it
+// (COMPLETED, with the response); a failed handler releases it (deletes it) so a
+// retry runs again. Completion and release are fenced by the lease token: an
+// invocation whose lease was taken over can neither overwrite nor delete the new
+// owner's record. After its lease, an INPROGRESS record may be taken over by a
+// retry; after its expiry (default one hour) any record is treated as absent,
+// whether or not DynamoDB's TTL has deleted it yet.
+//
+// # Guarantees
+//
+// While a record lives, a duplicate never re-runs the handler: it gets the stored
+// response, [ErrInProgress], [ErrPayloadMismatch] or [ErrResponseNotStored]. The
+// exception is a takeover: an owner that crashed or overran its lease is presumed
+// dead, and the retry that takes its record over runs the handler again. Idempotent
+// is therefore not exactly-once; pass [DownstreamKey] to external APIs so that even a
+// re-execution after a takeover does not repeat their side effect.
+//
+// When the handler succeeds but its completion cannot be written (the store is
+// down), the caller still gets its response and the record is left to its lease;
+// a duplicate arriving after the lease re-runs the handler. This is logged at
+// error level and reported to the outcome hook.
+//
+// # Concurrency
+//
+// A wrapped function is safe for concurrent use by multiple goroutines, as
+// aws-lambda-go may run several invocations in one process. The package never
+// panics per invocation; programmer errors found while wrapping (a nil store, a
+// key function of the wrong input type) panic at start-up, as regexp.MustCompile
+// does.
+package idempotent

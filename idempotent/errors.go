@@ -1,0 +1,56 @@
+package idempotent
+
+import "errors"
+
+// Errors returned by wrapped functions. Match them with errors.Is; a returned
+// error may wrap a sentinel together with its cause (for example ErrStore and
+// the SDK's throttling error).
+var (
+	// ErrMissingKey: the key function returned an empty key. Returned unless
+	// WithOptionalKey was given. Not retryable.
+	ErrMissingKey = errors.New("idempotent: missing idempotency key")
+
+	// ErrInvalidKey: the key function failed, or returned a key that is too
+	// long or not valid UTF-8. Not retryable.
+	ErrInvalidKey = errors.New("idempotent: invalid idempotency key")
+
+	// ErrInvalidPayload: the payload-validation function failed. Not retryable.
+	ErrInvalidPayload = errors.New("idempotent: invalid payload")
+
+	// ErrInProgress: another invocation holds a live lease on the same key.
+	// Retryable: retry after a short delay and get the stored response.
+	ErrInProgress = errors.New("idempotent: another invocation with this key is in progress")
+
+	// ErrPayloadMismatch: a record for the same key was written for a different
+	// payload. The other payload's response is never returned. Not retryable.
+	ErrPayloadMismatch = errors.New("idempotent: idempotency key reused with a different payload")
+
+	// ErrResponseNotStored: the handler already ran for this key, but its
+	// response could not be stored (too large for the store, or not
+	// serializable), so a duplicate cannot be given it. The side effect is not
+	// repeated. Not retryable until the record expires.
+	ErrResponseNotStored = errors.New("idempotent: the original response was not stored")
+
+	// ErrResponseEncoding: the handler succeeded but its response could not be
+	// serialized. The record is completed without a response, so a retry gets
+	// ErrResponseNotStored instead of running the side effect again.
+	ErrResponseEncoding = errors.New("idempotent: response cannot be serialized")
+
+	// ErrStore: the store failed (throttled, unavailable, timed out, or the
+	// request context ended). When returned, the handler did not run.
+	// Retryable.
+	ErrStore = errors.New("idempotent: store failed")
+
+	// ErrCorruptRecord: a stored record cannot be decoded or is of an unknown
+	// format version; it is never replayed. Not retryable until it expires.
+	ErrCorruptRecord = errors.New("idempotent: corrupt or foreign record")
+
+	// ErrLeaseLost is returned by a Store when a fenced completion or release
+	// finds the record owned by another lease (a takeover happened). Wrapped
+	// functions report it to the outcome hook and the log, not to the caller.
+	ErrLeaseLost = errors.New("idempotent: lease lost to another invocation")
+
+	// ErrTooLarge is returned by a Store whose Complete cannot hold a record
+	// that large. The wrapper then completes the record without its response.
+	ErrTooLarge = errors.New("idempotent: record too large for the store")
+)

@@ -1,0 +1,134 @@
+package idempotent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultMaxItemBytes is the item size limit the memory store enforces by
+// default: DynamoDB's 400 KB, so tests against it meet the same limit.
+const DefaultMaxItemBytes = 400 << 10
+
+// MemoryStore is a Store held in process memory, with the same semantics as
+// the DynamoDB store, for unit tests, demos and single-process use. Records
+// are lost when the process ends. The zero value is ready to use and enforces
+// DefaultMaxItemBytes. A MemoryStore is safe for concurrent use.
+type MemoryStore struct {
+	// MaxItemBytes overrides DefaultMaxItemBytes when positive.
+	MaxItemBytes int
+
+	mu      sync.Mutex
+	records map[string]Record
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+
+// Claim implements Store.
+func (s *MemoryStore) Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ClaimResult{}, err
+	}
+	rec = normalize(rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, exists := s.records[rec.ID]
+	if exists && old.Lease != rec.Lease && !claimable(&old, now) {
+		return ClaimResult{Existing: cloneRecord(&old)}, nil
+	}
+	if s.records == nil {
+		s.records = make(map[string]Record)
+	}
+	s.records[rec.ID] = cloneValue(rec)
+	tookOver := exists && old.Lease != rec.Lease && old.Status == StatusInProgress
+	return ClaimResult{Claimed: true, TookOver: tookOver}, nil
+}
+
+// claimable mirrors the DynamoDB claim condition.
+func claimable(r *Record, now time.Time) bool {
+	return r.expiredAt(now) ||
+		(r.Status == StatusInProgress && r.LeaseExpiresAt.UnixMilli() < now.UnixMilli())
+}
+
+// Complete implements Store.
+func (s *MemoryStore) Complete(ctx context.Context, rec Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if size, limit := recordSize(&rec), s.limit(); size > limit {
+		return fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, size, limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.ID]
+	if !ok || old.Lease != rec.Lease {
+		return ErrLeaseLost
+	}
+	old.Status = rec.Status
+	old.Data = append([]byte(nil), rec.Data...)
+	old.ExpiresAt = normalize(rec).ExpiresAt
+	old.LeaseExpiresAt = time.Time{}
+	s.records[rec.ID] = old
+	return nil
+}
+
+// Release implements Store.
+func (s *MemoryStore) Release(ctx context.Context, id, lease string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[id]
+	if !ok {
+		return nil
+	}
+	if old.Lease != lease {
+		return ErrLeaseLost
+	}
+	delete(s.records, id)
+	return nil
+}
+
+func (s *MemoryStore) limit() int {
+	if s.MaxItemBytes > 0 {
+		return s.MaxItemBytes
+	}
+	return DefaultMaxItemBytes
+}
+
+// recordSize estimates a record's size the way DynamoDB counts an item: the
+// lengths of attribute names and values, with the default attribute names.
+func recordSize(r *Record) int {
+	const numberBytes = 21 // a stored number's worst case
+	return len("id") + len(r.ID) +
+		len("status") + len(r.Status) +
+		len("expiration") + numberBytes +
+		len("lease") + len(r.Lease) +
+		len("validation") + len(r.Fingerprint) +
+		len("data") + len(r.Data) +
+		len("version") + numberBytes
+}
+
+// normalize truncates times to the precision the DynamoDB store keeps.
+func normalize(r Record) Record {
+	r.ExpiresAt = time.Unix(r.ExpiresAt.Unix(), 0)
+	if !r.LeaseExpiresAt.IsZero() {
+		r.LeaseExpiresAt = time.UnixMilli(r.LeaseExpiresAt.UnixMilli())
+	}
+	return r
+}
+
+func cloneValue(r Record) Record {
+	r.Data = append([]byte(nil), r.Data...)
+	return r
+}
+
+func cloneRecord(r *Record) *Record {
+	c := cloneValue(*r)
+	return &c
+}

@@ -1,0 +1,209 @@
+package idempotent
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Defaults for the options below.
+const (
+	// DefaultExpiry is how long a completed record is replayed.
+	DefaultExpiry = time.Hour
+	// DefaultMaxLease bounds the in-progress lease; it is Lambda's maximum
+	// function timeout, so by default the lease is the invocation's deadline.
+	DefaultMaxLease = 15 * time.Minute
+	// DefaultClockSkew is added to the stored lease end to tolerate clocks that
+	// disagree between invocations.
+	DefaultClockSkew = 2 * time.Second
+	// DefaultReserve is the time kept back from the handler to complete or
+	// release the record before the lease ends.
+	DefaultReserve = time.Second
+	// DefaultCompressAbove is the response size above which data is compressed.
+	DefaultCompressAbove = 4 << 10
+	// DefaultPrefix is the key prefix outside Lambda when no prefix is given.
+	DefaultPrefix = "idemkit"
+)
+
+// DisableEnv names the environment variable that, when "true" or "1" at wrap
+// time, makes every wrapper call its handler directly without touching the
+// store. For local runs and tests only, never for production.
+const DisableEnv = "IDEMKIT_DISABLED"
+
+// An Option configures Wrap. Options that need the handler's input or output
+// type are generic functions; their type is checked once, when wrapping.
+type Option func(*config)
+
+// Codec serializes responses for storage. It must round-trip: Unmarshal of
+// Marshal's output yields a value equal to the original.
+type Codec interface {
+	Marshal(v any) ([]byte, error)
+	Unmarshal(data []byte, v any) error
+}
+
+type jsonCodec struct{}
+
+func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
+func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// JSONCodec is the default Codec, encoding/json.
+var JSONCodec Codec = jsonCodec{}
+
+type config struct {
+	prefix        string
+	keyFn         any // func(In) (string, error), checked by Wrap
+	scopeFn       any // func(context.Context, In) (string, error)
+	payloadFn     any // func(In) (any, error)
+	replayFn      any // func(context.Context, Out, Replay) Out
+	optionalKey   bool
+	expiry        time.Duration
+	maxLease      time.Duration
+	clockSkew     time.Duration
+	reserve       time.Duration
+	waitMax       time.Duration
+	cacheSize     int
+	compressAbove int
+	codec         Codec
+	logger        *slog.Logger
+	onOutcome     func(context.Context, Event)
+	now           func() time.Time
+	sleep         func(context.Context, time.Duration) error
+	disabled      bool
+}
+
+func defaultConfig() config {
+	return config{
+		prefix:        defaultPrefix(),
+		expiry:        DefaultExpiry,
+		maxLease:      DefaultMaxLease,
+		clockSkew:     DefaultClockSkew,
+		reserve:       DefaultReserve,
+		compressAbove: DefaultCompressAbove,
+		codec:         JSONCodec,
+		now:           time.Now,
+		sleep:         sleepCtx,
+		disabled:      os.Getenv(DisableEnv) == "true" || os.Getenv(DisableEnv) == "1",
+	}
+}
+
+// defaultPrefix is the function name without version or alias: Lambda sets
+// AWS_LAMBDA_FUNCTION_NAME to the bare name.
+func defaultPrefix() string {
+	if name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
+		return name
+	}
+	return DefaultPrefix
+}
+
+// WithKey sets the function that extracts the idempotency key from the input,
+// for example an order id or a header. It replaces the default, the JSON of the
+// whole input. An empty key yields ErrMissingKey (see WithOptionalKey); an error
+// yields ErrInvalidKey. In must be the wrapped handler's input type.
+func WithKey[In any](key func(In) (string, error)) Option {
+	return func(c *config) { c.keyFn = key }
+}
+
+// WithScope scopes keys to a caller, such as an authenticated principal, so two
+// callers using the same key never see each other's responses. In must be the
+// wrapped handler's input type.
+func WithScope[In any](scope func(ctx context.Context, in In) (string, error)) Option {
+	return func(c *config) { c.scopeFn = scope }
+}
+
+// WithPayloadValidation sets the part of the input that must be identical for
+// a duplicate to be replayed; a duplicate whose payload differs gets
+// ErrPayloadMismatch. The returned value is hashed: []byte and string as
+// given, json.RawMessage canonicalized, anything else as its JSON. In must be
+// the wrapped handler's input type.
+func WithPayloadValidation[In any](payload func(In) (any, error)) Option {
+	return func(c *config) { c.payloadFn = payload }
+}
+
+// WithOptionalKey runs the handler without idempotency, instead of returning
+// ErrMissingKey, when the key function returns an empty key.
+func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } }
+
+// WithPrefix sets the namespace of the keys, replacing the default (the Lambda
+// function name, or DefaultPrefix outside Lambda). Give every wrapped function
+// its own prefix, and keep it stable across renames and refactoring.
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+
+// WithExpiry sets how long a completed record is replayed (default one hour).
+// Values below one second are raised to one second.
+func WithExpiry(d time.Duration) Option {
+	return func(c *config) { c.expiry = max(d, time.Second) }
+}
+
+// WithMaxLease caps the in-progress lease (default DefaultMaxLease). The lease
+// is the invocation's deadline, or now plus this maximum when that comes first
+// or there is no deadline; the handler's context ends before the lease does.
+// Values below one second are raised to one second.
+func WithMaxLease(d time.Duration) Option {
+	return func(c *config) { c.maxLease = max(d, time.Second) }
+}
+
+// WithClockSkew sets the margin added to the stored lease end so that another
+// invocation whose clock runs ahead by up to d never takes over a live owner
+// (default 2 s). Negative values are treated as zero.
+func WithClockSkew(d time.Duration) Option {
+	return func(c *config) { c.clockSkew = max(d, 0) }
+}
+
+// WithWaitInProgress makes a duplicate that finds the key in progress wait up
+// to d (polling with backoff) for the first invocation to finish, then replay
+// its response or, if it failed, run itself. Without it, ErrInProgress is
+// returned at once.
+func WithWaitInProgress(d time.Duration) Option {
+	return func(c *config) { c.waitMax = max(d, 0) }
+}
+
+// WithLocalCache keeps up to size completed records in process memory, so a
+// duplicate served by the same process costs no store call. In-progress records
+// are never cached. Zero or less turns the cache off (the default).
+func WithLocalCache(size int) Option { return func(c *config) { c.cacheSize = size } }
+
+// WithCodec replaces the response serialization (default JSONCodec).
+func WithCodec(codec Codec) Option { return func(c *config) { c.codec = codec } }
+
+// WithLogger sets the logger (default slog.Default()). Logs carry the hashed
+// record ID, never the raw key or payload.
+func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
+
+// WithOutcomeHook calls hook once per invocation with its outcome, for
+// metrics; see Event. The hook runs synchronously and must not block.
+func WithOutcomeHook(hook func(context.Context, Event)) Option {
+	return func(c *config) { c.onOutcome = hook }
+}
+
+// WithReplayHook calls hook on every replay with the stored response and
+// facts about the record; the value it returns is what the caller gets. Out
+// must be the wrapped handler's output type.
+func WithReplayHook[Out any](hook func(ctx context.Context, out Out, r Replay) Out) Option {
+	return func(c *config) { c.replayFn = hook }
+}
+
+// WithClock replaces time.Now, for tests of leases and expiry that never sleep.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// Replay describes a stored response being replayed.
+type Replay struct {
+	// RecordID is the hashed storage key.
+	RecordID string
+	// ExpiresAt is when the record stops being replayed.
+	ExpiresAt time.Time
+	// FromCache reports a replay served by the local cache.
+	FromCache bool
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

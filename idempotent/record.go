@@ -1,0 +1,48 @@
+package idempotent
+
+import "time"
+
+// RecordVersion is the record format this package writes. A stored record of any
+// other version is foreign: it is reported as [ErrCorruptRecord], never replayed.
+const RecordVersion = 1
+
+// Status is the stored state of a record. EXPIRED is never stored: a record is
+// expired when its ExpiresAt has passed.
+type Status string
+
+// The two stored states.
+const (
+	// StatusInProgress marks a record whose owner holds a lease and is running the handler.
+	StatusInProgress Status = "INPROGRESS"
+	// StatusCompleted marks a record that holds the handler's response.
+	StatusCompleted Status = "COMPLETED"
+)
+
+// Record is what a Store holds for one idempotency key. Stores persist every
+// field as given and return it unchanged; they interpret only ID, Status,
+// ExpiresAt, LeaseExpiresAt and Lease, exactly as documented on [Store].
+type Record struct {
+	// ID is the storage key: "<prefix>#<sha256 hex of the key material>".
+	ID string
+	// Status is INPROGRESS or COMPLETED.
+	Status Status
+	// ExpiresAt is when the record stops counting (whole seconds; the TTL).
+	ExpiresAt time.Time
+	// LeaseExpiresAt is when an INPROGRESS record may be taken over (millisecond
+	// precision). It is zero on completed records.
+	LeaseExpiresAt time.Time
+	// Lease is the random token of the invocation that owns the record.
+	Lease string
+	// Fingerprint is the hash of the validated payload, or empty.
+	Fingerprint string
+	// Data is the encoded response of a completed record. It is opaque to stores.
+	Data []byte
+	// Version is the record format version (RecordVersion when written by this package).
+	Version int
+}
+
+// expiredAt reports whether r no longer counts at now, with the same second
+// granularity the stores' conditions use.
+func (r *Record) expiredAt(now time.Time) bool {
+	return r.ExpiresAt.Unix() < now.Unix()
+}

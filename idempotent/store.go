@@ -1,0 +1,50 @@
+package idempotent
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists idempotency records. Implementations must make each method a
+// single atomic operation; the wrapper relies on the store, not on locks of its
+// own, to serialize concurrent invocations. Stores are clock-free: the wrapper
+// passes the current time in, so every store behaves identically and tests never
+// sleep. The package storetest holds a conformance suite every Store must pass.
+type Store interface {
+	// Claim creates rec (status INPROGRESS) unless a live record already holds
+	// rec.ID. A stored record is live unless it has expired
+	// (ExpiresAt.Unix() < now.Unix()) or it is INPROGRESS with a lapsed lease
+	// (LeaseExpiresAt.UnixMilli() < now.UnixMilli()). A live record carrying
+	// rec.Lease is the caller's own (a retried claim whose first response was
+	// lost) and counts as claimed.
+	//
+	// When the claim is refused, the result holds the live record and err is nil.
+	// A stored record that cannot be decoded yields an error wrapping
+	// ErrCorruptRecord.
+	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)
+
+	// Complete overwrites the record's Status, Data and ExpiresAt with rec's and
+	// clears LeaseExpiresAt, on condition that the stored record carries
+	// rec.Lease (status is not checked, so a retried completion succeeds again).
+	// It returns an error wrapping ErrLeaseLost if the record is gone or has
+	// another lease, and one wrapping ErrTooLarge, without writing, if the store
+	// cannot hold the record.
+	Complete(ctx context.Context, rec Record) error
+
+	// Release deletes the record id on condition that it carries lease. A record
+	// that is already gone is not an error; one with another lease yields an
+	// error wrapping ErrLeaseLost.
+	Release(ctx context.Context, id, lease string) error
+}
+
+// ClaimResult is the answer to Store.Claim.
+type ClaimResult struct {
+	// Claimed reports whether the caller now owns the record.
+	Claimed bool
+	// TookOver reports that the claim replaced another owner's INPROGRESS
+	// record (its lease had lapsed: the owner crashed or overran). Replacing an
+	// expired COMPLETED record is not a takeover.
+	TookOver bool
+	// Existing is the live record that refused the claim; nil when Claimed.
+	Existing *Record
+}

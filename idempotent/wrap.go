@@ -1,0 +1,450 @@
+package idempotent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+)
+
+const (
+	// finishTimeout bounds a completion or release, which get their own
+	// context so a spent invocation cannot leave its record INPROGRESS.
+	finishTimeout = 10 * time.Second
+	// firstPoll and maxPoll shape the backoff of WithWaitInProgress.
+	firstPoll = 50 * time.Millisecond
+	maxPoll   = time.Second
+)
+
+// Wrap returns handler made idempotent: the first invocation for a key runs
+// handler and stores its response in store; duplicates get that response (or a
+// documented error) without running handler again. The result has the same
+// signature as handler, so it can be passed to lambda.Start or
+// lambda.StartHandlerFunc, or called directly to make one side effect inside a
+// larger handler idempotent.
+//
+// Without WithKey the key is the JSON of the whole input; for Lambda event types
+// that carry request ids or timestamps that is rarely what you want.
+//
+// Wrap panics if store or handler is nil, or if a generic option was
+// instantiated with a type other than the handler's input or output type.
+func Wrap[In, Out any](store Store, handler func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
+	return newWrapper(store, handler, opts).invoke
+}
+
+type wrapper[In, Out any] struct {
+	cfg     config
+	store   Store
+	handler func(context.Context, In) (Out, error)
+	key     func(In) (string, error)
+	scope   func(context.Context, In) (string, error)
+	payload func(In) (any, error)
+	replay  func(context.Context, Out, Replay) Out
+	cache   *expirable.LRU[string, Record]
+}
+
+func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out, error), opts []Option) *wrapper[In, Out] {
+	if handler == nil {
+		panic("idempotent: Wrap: nil handler")
+	}
+	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
+		panic("idempotent: Wrap: nil store")
+	}
+	w := &wrapper[In, Out]{cfg: defaultConfig(), store: store, handler: handler}
+	for _, opt := range opts {
+		opt(&w.cfg)
+	}
+	if w.cfg.prefix == "" {
+		panic("idempotent: WithPrefix: empty prefix")
+	}
+	w.key = checkedOption[func(In) (string, error)](w.cfg.keyFn, "WithKey")
+	if w.key == nil {
+		w.key = func(in In) (string, error) { return wholeInputKey(in) }
+	}
+	w.scope = checkedOption[func(context.Context, In) (string, error)](w.cfg.scopeFn, "WithScope")
+	w.payload = checkedOption[func(In) (any, error)](w.cfg.payloadFn, "WithPayloadValidation")
+	w.replay = checkedOption[func(context.Context, Out, Replay) Out](w.cfg.replayFn, "WithReplayHook")
+	if w.cfg.cacheSize > 0 {
+		w.cache = expirable.NewLRU[string, Record](w.cfg.cacheSize, nil, w.cfg.expiry)
+	}
+	if w.cfg.disabled {
+		w.logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
+	}
+	return w
+}
+
+// checkedOption asserts that a generic option was instantiated for this
+// handler's types; a mismatch is a programmer error found at start-up.
+func checkedOption[F any](v any, option string) F {
+	var zero F
+	if v == nil {
+		return zero
+	}
+	f, ok := v.(F)
+	if !ok {
+		panic(fmt.Sprintf("idempotent: %s: got %T, want %v (the wrapped handler's types)", option, v, reflect.TypeFor[F]()))
+	}
+	if reflect.ValueOf(f).IsNil() {
+		panic(fmt.Sprintf("idempotent: %s: nil function", option))
+	}
+	return f
+}
+
+func (w *wrapper[In, Out]) logger() *slog.Logger {
+	if w.cfg.logger != nil {
+		return w.cfg.logger
+	}
+	return slog.Default()
+}
+
+func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
+	if w.cfg.disabled {
+		return w.handler(ctx, in)
+	}
+	start := w.cfg.now()
+	var zero Out
+
+	key, err := w.key(in)
+	if err != nil {
+		return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: fmt.Errorf("%w: %w", ErrInvalidKey, err)})
+	}
+	if key == "" {
+		if w.cfg.optionalKey {
+			w.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true})
+			return w.handler(ctx, in)
+		}
+		return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
+	}
+	if err := checkKey(key); err != nil {
+		return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: err})
+	}
+	var scope string
+	if w.scope != nil {
+		if scope, err = w.scope(ctx, in); err != nil {
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: fmt.Errorf("%w: scope: %w", ErrInvalidKey, err)})
+		}
+	}
+	id := recordID(w.cfg.prefix, scope, key)
+
+	var fp string
+	if w.payload != nil {
+		p, err := w.payload(in)
+		if err == nil {
+			fp, err = fingerprint(p)
+		}
+		if err != nil {
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInvalidPayload, err)})
+		}
+	}
+
+	if w.cache != nil {
+		if rec, ok := w.cache.Get(id); ok && !rec.expiredAt(start) {
+			return w.replayRecord(ctx, start, &rec, fp, true)
+		}
+	}
+	return w.claimAndRun(ctx, in, id, fp, start)
+}
+
+// claimAndRun claims id and runs the handler, or answers from the record that
+// refused the claim. With WithWaitInProgress it polls an in-progress record by
+// claiming again, so a poll costs one store call and needs no read permission.
+func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string, start time.Time) (Out, error) {
+	var zero Out
+	var waited time.Duration
+	poll := firstPoll
+	for {
+		now := w.cfg.now()
+		budget, ok := w.leaseBudget(ctx)
+		if !ok {
+			err := ctx.Err()
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: no time left to run: %w", ErrStore, err)})
+		}
+		rec := w.newRecord(id, fp, now, budget)
+		res, err := w.store.Claim(ctx, rec, now)
+		if err != nil {
+			if errors.Is(err, ErrCorruptRecord) {
+				return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
+			}
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
+		}
+		if res.Claimed {
+			return w.run(ctx, in, rec, budget, res.TookOver, start)
+		}
+		ex := res.Existing
+		if err := checkExisting(ex, fp); err != nil {
+			outcome := OutcomeRejected
+			if errors.Is(err, ErrPayloadMismatch) {
+				outcome = OutcomePayloadMismatch
+			}
+			return zero, w.finish(ctx, start, Event{Outcome: outcome, RecordID: id, Err: err})
+		}
+		if ex.Status == StatusCompleted {
+			return w.replayRecord(ctx, start, ex, fp, false)
+		}
+		// In progress elsewhere.
+		if waited+poll > w.cfg.waitMax {
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
+		}
+		if err := w.cfg.sleep(ctx, poll); err != nil {
+			return zero, w.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
+		}
+		waited += poll
+		poll = min(2*poll, maxPoll)
+	}
+}
+
+// checkExisting vets the record that refused a claim before it is used.
+func checkExisting(ex *Record, fp string) error {
+	switch {
+	case ex == nil:
+		return fmt.Errorf("%w: store refused the claim without returning the record", ErrCorruptRecord)
+	case ex.Version != RecordVersion:
+		return fmt.Errorf("%w: record version %d (this library reads %d)", ErrCorruptRecord, ex.Version, RecordVersion)
+	case ex.Status != StatusCompleted && ex.Status != StatusInProgress:
+		return fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, ex.Status)
+	case fp != ex.Fingerprint && fp != "":
+		return ErrPayloadMismatch
+	}
+	return nil
+}
+
+// leaseBudget is how long this invocation may hold the lease: the time to the
+// context's deadline (a remaining time of zero is still a deadline), capped by
+// the maximum lease. ok is false when no time is left.
+func (w *wrapper[In, Out]) leaseBudget(ctx context.Context) (time.Duration, bool) {
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	budget := w.cfg.maxLease
+	if deadline, has := ctx.Deadline(); has {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return 0, false
+		}
+		budget = min(budget, remaining)
+	}
+	return budget, true
+}
+
+// reserve is the part of the budget kept back to complete or release.
+func reserve(budget time.Duration) time.Duration {
+	return min(DefaultReserve, budget/4)
+}
+
+// newRecord builds the INPROGRESS record of a claim. The stored lease ends a
+// clock-skew margin after this invocation's budget, and the record never
+// expires before its lease.
+func (w *wrapper[In, Out]) newRecord(id, fp string, now time.Time, budget time.Duration) Record {
+	leaseEnd := now.Add(budget + w.cfg.clockSkew)
+	expires := now.Add(w.cfg.expiry)
+	if expires.Before(leaseEnd) {
+		expires = leaseEnd
+	}
+	return Record{
+		ID:             id,
+		Status:         StatusInProgress,
+		ExpiresAt:      ceilSecond(expires),
+		LeaseExpiresAt: time.UnixMilli(leaseEnd.UnixMilli()),
+		Lease:          newLease(),
+		Fingerprint:    fp,
+		Version:        RecordVersion,
+	}
+}
+
+func ceilSecond(t time.Time) time.Time {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return time.Unix(s, 0)
+}
+
+// run executes the handler under the claimed record and settles the record.
+func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget time.Duration, tookOver bool, start time.Time) (Out, error) {
+	inv := &Invocation{RecordID: rec.ID, DownstreamKey: downstreamKey(rec.ID), TookOver: tookOver}
+	// The handler must stop before the lease does: a live owner with a lapsed
+	// lease could run side by side with the invocation that takes it over.
+	hctx, cancel := context.WithTimeout(context.WithValue(ctx, invocationKey{}, inv), budget-reserve(budget))
+	out, err, recovered, panicked := w.call(hctx, in)
+	cancel()
+	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
+
+	if panicked || err != nil {
+		ev.Outcome, ev.Err = OutcomeHandlerError, err
+		if panicked {
+			ev.Err = fmt.Errorf("idempotent: handler panicked: %v", recovered)
+		}
+		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
+			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
+		}
+		w.finish(ctx, start, ev)
+		if panicked {
+			panic(recovered)
+		}
+		return out, err
+	}
+
+	raw, encErr := w.cfg.codec.Marshal(out)
+	done := rec
+	done.Status = StatusCompleted
+	done.LeaseExpiresAt = time.Time{}
+	done.ExpiresAt = ceilSecond(w.cfg.now().Add(w.cfg.expiry))
+	ev.Outcome = OutcomeExecuted
+	if encErr != nil {
+		encErr = fmt.Errorf("%w: %w", ErrResponseEncoding, encErr)
+		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, encErr
+	} else {
+		done.Data = encodeData(raw, w.cfg.compressAbove)
+	}
+
+	cerr := w.completeRecord(ctx, done)
+	if errors.Is(cerr, ErrTooLarge) {
+		// Never release here: that would let a retry repeat the side effect.
+		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, cerr
+		cerr = w.completeRecord(ctx, done)
+	}
+	switch {
+	case cerr != nil:
+		ev.Outcome, ev.Err = outcomeOfFinish(cerr), errors.Join(ev.Err, cerr)
+	case w.cache != nil && ev.Outcome == OutcomeExecuted:
+		w.cache.Add(done.ID, done)
+	}
+	w.finish(ctx, start, ev)
+	if encErr != nil {
+		return out, encErr
+	}
+	// The caller keeps its response even when completion failed: the handler
+	// ran, and failing now would only invite a retry that repeats it.
+	return out, nil
+}
+
+func outcomeOfFinish(err error) Outcome {
+	if errors.Is(err, ErrLeaseLost) {
+		return OutcomeLeaseLost
+	}
+	return OutcomeStoreError
+}
+
+// call runs the handler, turning a panic into a value to re-panic with after
+// the record is released.
+func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, err error, recovered any, panicked bool) {
+	defer func() {
+		if panicked {
+			recovered = recover()
+		}
+	}()
+	panicked = true
+	out, err = w.handler(ctx, in)
+	panicked = false
+	return out, err, nil, false
+}
+
+// finishContext gives completion and release their own time: the invocation's
+// context may be cancelled or spent, and that must not leave the record
+// INPROGRESS. SDK retries happen within this bound.
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+}
+
+func (w *wrapper[In, Out]) completeRecord(ctx context.Context, rec Record) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	if err := w.store.Complete(fctx, rec); err != nil {
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTooLarge) {
+			return err
+		}
+		return fmt.Errorf("%w: complete: %w", ErrStore, err)
+	}
+	return nil
+}
+
+func (w *wrapper[In, Out]) releaseRecord(ctx context.Context, rec Record) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	if err := w.store.Release(fctx, rec.ID, rec.Lease); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		return fmt.Errorf("%w: release: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// replayRecord answers a duplicate from a completed record.
+func (w *wrapper[In, Out]) replayRecord(ctx context.Context, start time.Time, rec *Record, fp string, fromCache bool) (Out, error) {
+	var zero Out
+	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache}
+	if fp != "" && fp != rec.Fingerprint {
+		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
+		return zero, w.finish(ctx, start, ev)
+	}
+	raw, stored, err := decodeData(rec.Data)
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeRejected, err
+		return zero, w.finish(ctx, start, ev)
+	}
+	if !stored {
+		ev.Outcome, ev.Err = OutcomeResponseNotStored, ErrResponseNotStored
+		return zero, w.finish(ctx, start, ev)
+	}
+	var out Out
+	if err := w.cfg.codec.Unmarshal(raw, &out); err != nil {
+		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
+		return zero, w.finish(ctx, start, ev)
+	}
+	if w.cache != nil && !fromCache {
+		w.cache.Add(rec.ID, *rec)
+	}
+	if w.replay != nil {
+		out = w.replay(ctx, out, Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt, FromCache: fromCache})
+	}
+	w.finish(ctx, start, ev)
+	return out, nil
+}
+
+// finish reports an invocation's outcome to the hook and the log, and returns
+// the event's error for the caller.
+func (w *wrapper[In, Out]) finish(ctx context.Context, start time.Time, ev Event) error {
+	ev.Duration = w.cfg.now().Sub(start)
+	if w.cfg.onOutcome != nil {
+		w.cfg.onOutcome(ctx, ev)
+	}
+	level := outcomeLevel(ev)
+	if log := w.logger(); log.Enabled(ctx, level) {
+		attrs := make([]slog.Attr, 0, 6)
+		attrs = append(attrs,
+			slog.String("outcome", ev.Outcome.String()),
+			slog.String("record_id", ev.RecordID),
+			slog.Bool("handler_ran", ev.HandlerRan),
+			slog.Duration("duration", ev.Duration))
+		if ev.TookOver {
+			attrs = append(attrs, slog.Bool("took_over", true))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		}
+		log.LogAttrs(ctx, level, "idempotent: "+ev.Outcome.String(), attrs...)
+	}
+	return ev.Err
+}
+
+func outcomeLevel(ev Event) slog.Level {
+	switch ev.Outcome {
+	case OutcomeExecuted, OutcomeReplayed, OutcomeBypassed:
+		if ev.TookOver {
+			return slog.LevelWarn
+		}
+		return slog.LevelDebug
+	case OutcomeInProgress, OutcomePayloadMismatch, OutcomeRejected, OutcomeResponseNotStored, OutcomeHandlerError:
+		return slog.LevelInfo
+	default: // lease lost, store error, response not stored
+		return slog.LevelError
+	}
+}
