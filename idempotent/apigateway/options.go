@@ -1,0 +1,93 @@
+package apigateway
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
+// (store unavailable) answers unless WithRetryAfter says otherwise.
+const DefaultRetryAfter = time.Second
+
+// An Option configures WrapV1 and WrapV2.
+type Option func(*options)
+
+type options struct {
+	methods       []string
+	optionalKey   bool
+	retryAfter    time.Duration
+	volatile      []string
+	replayCookies bool
+	logger        *slog.Logger
+	core          []idempotent.Option
+}
+
+func defaultOptions() options {
+	return options{
+		methods:    []string{"POST", "PATCH"},
+		retryAfter: DefaultRetryAfter,
+	}
+}
+
+// WithMethods sets the HTTP methods that require an Idempotency-Key,
+// replacing the default POST and PATCH. Requests with any other method go
+// straight to the handler. Method names are matched case-insensitively.
+// Giving no methods panics when wrapping.
+func WithMethods(methods ...string) Option {
+	return func(o *options) {
+		o.methods = make([]string, len(methods))
+		for i, m := range methods {
+			o.methods[i] = strings.ToUpper(m)
+		}
+	}
+}
+
+// WithOptionalKey lets requests without an Idempotency-Key header through to
+// the handler, without idempotency, instead of answering 400. A header that is
+// present but malformed (empty included) is still answered with 400.
+func WithOptionalKey() Option { return func(o *options) { o.optionalKey = true } }
+
+// WithRetryAfter sets the Retry-After of 409 (in progress) and 503 (store
+// unavailable) answers, default DefaultRetryAfter. It is sent in whole
+// seconds, rounded up; values below one second are raised to one second.
+func WithRetryAfter(d time.Duration) Option {
+	return func(o *options) { o.retryAfter = max(d, time.Second) }
+}
+
+// WithVolatileHeaders names response headers that are neither stored nor
+// replayed, such as per-request ids or timing headers. Hop-by-hop headers,
+// Date and (see WithReplayCookies) Set-Cookie are always left out. Names are
+// matched case-insensitively.
+func WithVolatileHeaders(names ...string) Option {
+	return func(o *options) {
+		for _, n := range names {
+			o.volatile = append(o.volatile, strings.ToLower(n))
+		}
+	}
+}
+
+// WithReplayCookies stores the response's cookies (Set-Cookie headers, and the
+// Cookies of a payload v2 response) and replays them. By default cookies are
+// neither stored nor replayed: they often carry session secrets, which should
+// not sit in the store nor be handed to whoever presents the same key again.
+func WithReplayCookies() Option { return func(o *options) { o.replayCookies = true } }
+
+// WithLogger sets the logger of the adapter and of the idempotent core
+// (default slog.Default()). The adapter logs handler errors and recovered
+// panics at error level; neither it nor the core logs raw keys or bodies.
+func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger = logger } }
+
+// WithIdempotentOptions passes options on to the idempotent core, such as
+// idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,
+// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress. The adapter owns
+// the key, the caller scope and the payload validation: idempotent.WithKey,
+// idempotent.WithScope and idempotent.WithPayloadValidation given here are
+// overridden. The stored value is the adapter's own response type, so
+// idempotent.WithReplayHook cannot be used (Wrap panics), and a codec given
+// with idempotent.WithCodec must handle plain structs of exported fields.
+func WithIdempotentOptions(opts ...idempotent.Option) Option {
+	return func(o *options) { o.core = append(o.core, opts...) }
+}

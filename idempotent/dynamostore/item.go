@@ -1,0 +1,239 @@
+package dynamostore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// The item is built and read by hand, not with attributevalue's reflection:
+// Claim and Complete are on every invocation's path, and decoding must be
+// strict about each attribute's type.
+
+func attrS(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+func attrN(n int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// key returns the primary key of the item holding record id.
+func (s *Store) key(id string) map[string]types.AttributeValue {
+	if s.opts.SortKeyAttr == "" {
+		return map[string]types.AttributeValue{s.opts.KeyAttr: attrS(id)}
+	}
+	return map[string]types.AttributeValue{s.opts.KeyAttr: s.staticPK, s.opts.SortKeyAttr: attrS(id)}
+}
+
+// claimItem is the item a claim writes: every field of rec, leaving out the
+// optional ones that are empty.
+func (s *Store) claimItem(rec *idempotent.Record) map[string]types.AttributeValue {
+	o := &s.opts
+	item := make(map[string]types.AttributeValue, 9)
+	if o.SortKeyAttr == "" {
+		item[o.KeyAttr] = attrS(rec.ID)
+	} else {
+		item[o.KeyAttr] = s.staticPK
+		item[o.SortKeyAttr] = attrS(rec.ID)
+	}
+	item[o.StatusAttr] = attrS(string(rec.Status))
+	item[o.ExpirationAttr] = attrN(rec.ExpiresAt.Unix())
+	if !rec.LeaseExpiresAt.IsZero() {
+		item[o.InProgressExpirationAttr] = attrN(rec.LeaseExpiresAt.UnixMilli())
+	}
+	item[o.LeaseAttr] = attrS(rec.Lease)
+	if rec.Fingerprint != "" {
+		item[o.ValidationAttr] = attrS(rec.Fingerprint)
+	}
+	if len(rec.Data) > 0 {
+		item[o.DataAttr] = &types.AttributeValueMemberB{Value: rec.Data}
+	}
+	item[o.VersionAttr] = attrN(int64(rec.Version))
+	return item
+}
+
+// completedSize is the size of the item rec's completion leaves in the table,
+// by DynamoDB's rules: the UTF-8 length of each attribute name plus the size
+// of its value (a string's UTF-8 length, a binary's length, a number's
+// significant digits / 2 + 1).
+func (s *Store) completedSize(rec *idempotent.Record) int {
+	o := &s.opts
+	n := len(o.KeyAttr)
+	if o.SortKeyAttr == "" {
+		n += len(rec.ID)
+	} else {
+		n += len(o.StaticPartitionKey) + len(o.SortKeyAttr) + len(rec.ID)
+	}
+	n += len(o.StatusAttr) + len(rec.Status)
+	n += len(o.ExpirationAttr) + numberSize(rec.ExpiresAt.Unix())
+	n += len(o.LeaseAttr) + len(rec.Lease)
+	if rec.Fingerprint != "" {
+		n += len(o.ValidationAttr) + len(rec.Fingerprint)
+	}
+	if len(rec.Data) > 0 {
+		n += len(o.DataAttr) + len(rec.Data)
+	}
+	n += len(o.VersionAttr) + numberSize(int64(rec.Version))
+	return n
+}
+
+// numberSize is the size DynamoDB counts for a number: one byte per two
+// significant digits (leading and trailing zeros do not count) plus one, and
+// one more for a negative number's sign, to err on the large side.
+func numberSize(v int64) int {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], v, 10)
+	size := 1
+	if d[0] == '-' {
+		d = d[1:]
+		size++
+	}
+	for len(d) > 0 && d[len(d)-1] == '0' {
+		d = d[:len(d)-1]
+	}
+	return size + (len(d)+1)/2
+}
+
+// decode reads a stored item into a Record. It is strict: a missing required
+// attribute, a wrong type or an unparsable number yields an error wrapping
+// idempotent.ErrCorruptRecord that names the attribute. The status is not
+// checked (the wrapper refuses unknown ones), and an item without a version
+// decodes with Version 0 (the wrapper refuses it as foreign).
+func (s *Store) decode(item map[string]types.AttributeValue) (idempotent.Record, error) {
+	o := &s.opts
+	d := decoder{item: item}
+	var rec idempotent.Record
+	idAttr := o.KeyAttr
+	if o.SortKeyAttr != "" {
+		idAttr = o.SortKeyAttr
+	}
+	rec.ID, _ = d.str(idAttr, true)
+	status, _ := d.str(o.StatusAttr, true)
+	rec.Status = idempotent.Status(status)
+	if exp, ok := d.num(o.ExpirationAttr, true, 64); ok {
+		rec.ExpiresAt = time.Unix(exp, 0)
+	}
+	if ms, ok := d.num(o.InProgressExpirationAttr, false, 64); ok {
+		rec.LeaseExpiresAt = time.UnixMilli(ms)
+	}
+	rec.Lease, _ = d.str(o.LeaseAttr, true)
+	rec.Fingerprint, _ = d.str(o.ValidationAttr, false)
+	rec.Data = d.bin(o.DataAttr)
+	if v, ok := d.num(o.VersionAttr, false, strconv.IntSize); ok {
+		rec.Version = int(v)
+	}
+	if d.err != nil {
+		return idempotent.Record{}, d.err
+	}
+	return rec, nil
+}
+
+// decoder reads typed attributes, keeping the first error.
+type decoder struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (d *decoder) fail(attr, format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: attribute %q %s", idempotent.ErrCorruptRecord, attr, fmt.Sprintf(format, args...))
+	}
+}
+
+// get returns the attribute, recording an error if a required one is missing.
+func (d *decoder) get(attr string, required bool) (types.AttributeValue, bool) {
+	av, ok := d.item[attr]
+	if !ok {
+		if required {
+			d.fail(attr, "is missing")
+		}
+		return nil, false
+	}
+	return av, true
+}
+
+func (d *decoder) str(attr string, required bool) (string, bool) {
+	av, ok := d.get(attr, required)
+	if !ok {
+		return "", false
+	}
+	v, isS := av.(*types.AttributeValueMemberS)
+	if !isS || v == nil {
+		d.fail(attr, "is %s, want S", kind(av))
+		return "", false
+	}
+	return v.Value, true
+}
+
+func (d *decoder) num(attr string, required bool, bits int) (int64, bool) {
+	av, ok := d.get(attr, required)
+	if !ok {
+		return 0, false
+	}
+	v, isN := av.(*types.AttributeValueMemberN)
+	if !isN || v == nil {
+		d.fail(attr, "is %s, want N", kind(av))
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Value, 10, bits)
+	if err != nil {
+		d.fail(attr, "holds %q, want an integer of %d bits", v.Value, bits)
+		return 0, false
+	}
+	return n, true
+}
+
+func (d *decoder) bin(attr string) []byte {
+	av, ok := d.get(attr, false)
+	if !ok {
+		return nil
+	}
+	v, isB := av.(*types.AttributeValueMemberB)
+	if !isB || v == nil {
+		d.fail(attr, "is %s, want B", kind(av))
+		return nil
+	}
+	return v.Value
+}
+
+// kind names an attribute value's DynamoDB type.
+func kind(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case nil:
+		return "empty"
+	case *types.AttributeValueMemberS:
+		if v == nil {
+			return "a nil S"
+		}
+		return "S"
+	case *types.AttributeValueMemberN:
+		if v == nil {
+			return "a nil N"
+		}
+		return "N"
+	case *types.AttributeValueMemberB:
+		if v == nil {
+			return "a nil B"
+		}
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	default:
+		return fmt.Sprintf("%T", av)
+	}
+}

@@ -1,0 +1,122 @@
+package dynamostore
+
+import "os"
+
+// DefaultMaxItemBytes is DynamoDB's item size limit, 400 KB.
+const DefaultMaxItemBytes = 400 << 10
+
+// Options configures a Store. New sets the defaults documented on each field
+// and then applies its option functions, as the AWS SDK's constructors do.
+// An attribute name left empty keeps its default.
+type Options struct {
+	// KeyAttr is the table's partition key attribute (type S). It holds the
+	// record ID, or StaticPartitionKey when SortKeyAttr is set. Default "id".
+	KeyAttr string
+
+	// SortKeyAttr, when set, selects the composite key layout for a table
+	// with a partition key KeyAttr and a sort key SortKeyAttr (both type S):
+	// every item's partition key is StaticPartitionKey and its sort key is the
+	// record ID. Default "" (a table with a partition key only).
+	SortKeyAttr string
+
+	// StaticPartitionKey is the partition key value of every item in the
+	// composite key layout; ignored without SortKeyAttr. Default
+	// "idempotency#" followed by AWS_LAMBDA_FUNCTION_NAME, or by "idemkit"
+	// outside Lambda.
+	StaticPartitionKey string
+
+	// StatusAttr holds the record status, INPROGRESS or COMPLETED (S).
+	// Default "status".
+	StatusAttr string
+
+	// ExpirationAttr holds when the record expires, in epoch seconds (N).
+	// Enable the table's TTL on it. Default "expiration".
+	ExpirationAttr string
+
+	// InProgressExpirationAttr holds when an in-progress record's lease ends,
+	// in epoch milliseconds (N); completed records do not have it. Default
+	// "in_progress_expiration".
+	InProgressExpirationAttr string
+
+	// LeaseAttr holds the owner's lease token, which fences completion and
+	// release (S). Default "lease".
+	LeaseAttr string
+
+	// ValidationAttr holds the payload fingerprint (S), when there is one.
+	// Default "validation".
+	ValidationAttr string
+
+	// DataAttr holds the stored response (B). Default "data".
+	DataAttr string
+
+	// VersionAttr holds the record format version (N). Default "version".
+	VersionAttr string
+
+	// MaxItemBytes is the largest item Complete writes, measured with
+	// DynamoDB's item size rules (attribute names plus values); a larger one
+	// yields an error wrapping idempotent.ErrTooLarge without a call to
+	// DynamoDB. Zero or less means DefaultMaxItemBytes. A larger value only
+	// moves the refusal to DynamoDB, whose ValidationException for an
+	// oversized item is reported as idempotent.ErrTooLarge as well.
+	MaxItemBytes int
+}
+
+// defaultOptions returns the options New starts from.
+func defaultOptions() Options {
+	return Options{
+		KeyAttr:                  "id",
+		StaticPartitionKey:       defaultStaticPartitionKey(),
+		StatusAttr:               "status",
+		ExpirationAttr:           "expiration",
+		InProgressExpirationAttr: "in_progress_expiration",
+		LeaseAttr:                "lease",
+		ValidationAttr:           "validation",
+		DataAttr:                 "data",
+		VersionAttr:              "version",
+		MaxItemBytes:             DefaultMaxItemBytes,
+	}
+}
+
+func defaultStaticPartitionKey() string {
+	name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	if name == "" {
+		name = "idemkit"
+	}
+	return "idempotency#" + name
+}
+
+// normalize puts back the defaults of fields an option function cleared.
+func (o *Options) normalize() {
+	d := defaultOptions()
+	for _, f := range []struct {
+		v   *string
+		def string
+	}{
+		{&o.KeyAttr, d.KeyAttr},
+		{&o.StaticPartitionKey, d.StaticPartitionKey},
+		{&o.StatusAttr, d.StatusAttr},
+		{&o.ExpirationAttr, d.ExpirationAttr},
+		{&o.InProgressExpirationAttr, d.InProgressExpirationAttr},
+		{&o.LeaseAttr, d.LeaseAttr},
+		{&o.ValidationAttr, d.ValidationAttr},
+		{&o.DataAttr, d.DataAttr},
+		{&o.VersionAttr, d.VersionAttr},
+	} {
+		if *f.v == "" {
+			*f.v = f.def
+		}
+	}
+	if o.MaxItemBytes <= 0 {
+		o.MaxItemBytes = DefaultMaxItemBytes
+	}
+}
+
+// attrNames lists the attribute names in use, for the duplicate check.
+func (o *Options) attrNames() []string {
+	names := []string{o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr,
+		o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr}
+	if o.SortKeyAttr != "" {
+		names = append(names, o.SortKeyAttr)
+	}
+	return names
+}

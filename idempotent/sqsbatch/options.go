@@ -1,0 +1,113 @@
+package sqsbatch
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// An Option configures Wrap and WrapMessage. Options that take a function of
+// the message are generic; their type is checked once, when wrapping.
+type Option func(*options)
+
+type options struct {
+	key         any // func(T) (string, error) or func(events.SQSMessage) (string, error)
+	payload     any // func(T) (any, error) or func(events.SQSMessage) (any, error)
+	noPayload   bool
+	parallelism int
+	logger      *slog.Logger
+	core        []idempotent.Option
+}
+
+// WithKey sets the function that derives a message's idempotency key,
+// replacing the default, the SQS message ID. In must be the wrapped handler's
+// message type or events.SQSMessage (to key on attributes rather than the
+// body).
+//
+// Key on a business identifier, such as an order ID, when the same logical
+// message can arrive under different message IDs: SNS fan-out and producers
+// that retry SendMessage create new messages, and only the message ID of a
+// redelivery stays the same. An error or an empty key makes the message a
+// failure (see the package documentation).
+func WithKey[In any](key func(In) (string, error)) Option {
+	return func(o *options) { o.key = key }
+}
+
+// WithPayloadValidation sets the part of a message that must be identical for
+// a duplicate (the same key) to count as already processed; a duplicate whose
+// payload differs is a failure (idempotent.ErrPayloadMismatch) rather than
+// being silently dropped. In must be the wrapped handler's message type or
+// events.SQSMessage; the returned value is hashed as described at
+// idempotent.WithPayloadValidation.
+//
+// The default is the whole decoded message for Wrap (so fields the handler
+// does not decode are ignored) and the raw body for WrapMessage. Narrow it when
+// duplicates legitimately differ, for example to the inner message of an SNS
+// envelope, whose Timestamp and MessageId change when a producer republishes.
+func WithPayloadValidation[In any](payload func(In) (any, error)) Option {
+	return func(o *options) { o.payload, o.noPayload = payload, false }
+}
+
+// WithoutPayloadValidation turns payload validation off: a message whose key
+// was already processed counts as done whatever its body.
+func WithoutPayloadValidation() Option {
+	return func(o *options) { o.payload, o.noPayload = nil, true }
+}
+
+// WithParallelism processes up to n messages of a batch at once (default 1).
+// Messages with the same key never run at the same time, and on a FIFO queue
+// the messages of one message group always run one after another, in order;
+// n bounds how many keys (standard queue) or message groups (FIFO) are worked
+// on at once. Values below 1 are raised to 1.
+func WithParallelism(n int) Option {
+	return func(o *options) { o.parallelism = max(n, 1) }
+}
+
+// WithLogger sets the logger of this package and of the wrapped idempotent
+// handler (default slog.Default()). Every record carries the SQS message ID as
+// "message_id"; none carries a message body or idempotency key.
+func WithLogger(logger *slog.Logger) Option {
+	return func(o *options) { o.logger = logger }
+}
+
+// WithIdempotentOptions passes options to the per-message idempotent.Wrap, for
+// example idempotent.WithPrefix, idempotent.WithExpiry, idempotent.WithLocalCache,
+// idempotent.WithWaitInProgress or idempotent.WithOutcomeHook (whose context
+// carries the message: see MessageFromContext). They are applied after this
+// package's own settings, so idempotent.WithLogger replaces the logger given to
+// WithLogger for the core's records (which then lack "message_id").
+//
+// The generic options idempotent.WithKey, idempotent.WithScope and
+// idempotent.WithPayloadValidation cannot apply to the wrapper's internal input
+// type and make Wrap panic; use this package's WithKey and
+// WithPayloadValidation.
+func WithIdempotentOptions(opts ...idempotent.Option) Option {
+	return func(o *options) { o.core = append(o.core, opts...) }
+}
+
+// msgFunc adapts a generic option's function, given for the message type T or
+// for events.SQSMessage, to one taking both. It panics, at wrap time, on any
+// other type or a nil function.
+func msgFunc[T, R any](v any, option string) func(*events.SQSMessage, T) (R, error) {
+	switch f := v.(type) {
+	case nil:
+		return nil
+	case func(T) (R, error): // chosen first when T is events.SQSMessage
+		if f == nil {
+			panic("sqsbatch: " + option + ": nil function")
+		}
+		return func(_ *events.SQSMessage, v T) (R, error) { return f(v) }
+	case func(events.SQSMessage) (R, error):
+		if f == nil {
+			panic("sqsbatch: " + option + ": nil function")
+		}
+		return func(m *events.SQSMessage, _ T) (R, error) { return f(*m) }
+	default:
+		panic(fmt.Sprintf("sqsbatch: %s: got %T, want %v or %v", option, v,
+			reflect.TypeFor[func(T) (R, error)](), reflect.TypeFor[func(events.SQSMessage) (R, error)]()))
+	}
+}

@@ -1,0 +1,14 @@
+// Package storetest is a conformance suite for implementations of
+// idempotent.Store, in the shape of testing/fstest: one call runs every case.
+//
+//	func TestMyStore(t *testing.T) {
+//		storetest.Run(t, mystore.New(...))
+//	}
+//
+// The suite depends only on the standard library and the idempotent package.
+// Every case uses fresh random record IDs, so one store (or one table) can serve
+// the whole suite and be shared with other tests. Times are passed explicitly,
+// as the Store contract requires; no case sleeps. Expiry is exercised with a
+// "now" far in the future, so a store with native TTL (DynamoDB) never deletes a
+// record under a running case.
+package storetest

@@ -1,0 +1,377 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// Concurrency is the number of goroutines racing for one key in the
+// concurrent-claim case.
+const Concurrency = 16
+
+type testCase struct {
+	name string
+	run  func(c *checker)
+}
+
+// Run checks store against the Store contract. With a *testing.T each case is a
+// subtest; with any other testing.TB the cases run in sequence and failures
+// name their case.
+func Run(t testing.TB, store idempotent.Store) {
+	t.Helper()
+	base := time.Unix(time.Now().Unix(), 0)
+	for _, tc := range cases() {
+		if tt, ok := t.(*testing.T); ok {
+			tt.Run(tc.name, func(st *testing.T) {
+				tc.run(&checker{TB: st, store: store, now: base, prefix: ""})
+			})
+			continue
+		}
+		tc.run(&checker{TB: t, store: store, now: base, prefix: tc.name + ": "})
+	}
+}
+
+type checker struct {
+	testing.TB
+	store  idempotent.Store
+	now    time.Time
+	prefix string
+}
+
+func (c *checker) fatalf(format string, args ...any) {
+	c.Helper()
+	c.Fatalf(c.prefix+format, args...)
+}
+
+func (c *checker) errorf(format string, args ...any) {
+	c.Helper()
+	c.Errorf(c.prefix+format, args...)
+}
+
+func (c *checker) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c.Cleanup(cancel)
+	return ctx
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// inProgress returns a fresh INPROGRESS record whose lease ends after lease.
+func (c *checker) inProgress(lease time.Duration) idempotent.Record {
+	return idempotent.Record{
+		ID:             "storetest#" + randomHex(32),
+		Status:         idempotent.StatusInProgress,
+		ExpiresAt:      c.now.Add(time.Hour),
+		LeaseExpiresAt: c.now.Add(lease),
+		Lease:          randomHex(16),
+		Fingerprint:    randomHex(32),
+		Version:        idempotent.RecordVersion,
+	}
+}
+
+// rival is another invocation's claim of the same record.
+func rival(r idempotent.Record, lease time.Time) idempotent.Record {
+	r.Lease = randomHex(16)
+	r.LeaseExpiresAt = lease
+	return r
+}
+
+func completed(r idempotent.Record, data []byte, expires time.Time) idempotent.Record {
+	r.Status = idempotent.StatusCompleted
+	r.Data = data
+	r.ExpiresAt = expires
+	r.LeaseExpiresAt = time.Time{}
+	return r
+}
+
+func (c *checker) claim(rec idempotent.Record, now time.Time) idempotent.ClaimResult {
+	c.Helper()
+	res, err := c.store.Claim(c.ctx(), rec, now)
+	if err != nil {
+		c.fatalf("Claim(%s): unexpected error: %v", rec.ID, err)
+	}
+	if res.Claimed && res.Existing != nil {
+		c.errorf("Claim: Claimed with a non-nil Existing record")
+	}
+	return res
+}
+
+func (c *checker) mustClaim(rec idempotent.Record, now time.Time) idempotent.ClaimResult {
+	c.Helper()
+	res := c.claim(rec, now)
+	if !res.Claimed {
+		c.fatalf("Claim(%s) at %v: refused, want claimed (existing: %+v)", rec.ID, now, res.Existing)
+	}
+	return res
+}
+
+func (c *checker) mustRefuse(rec idempotent.Record, now time.Time) *idempotent.Record {
+	c.Helper()
+	res := c.claim(rec, now)
+	if res.Claimed || res.Existing == nil {
+		c.fatalf("Claim(%s) at %v: claimed=%v existing=%v, want refused with the live record", rec.ID, now, res.Claimed, res.Existing)
+	}
+	return res.Existing
+}
+
+func (c *checker) mustComplete(rec idempotent.Record) {
+	c.Helper()
+	if err := c.store.Complete(c.ctx(), rec); err != nil {
+		c.fatalf("Complete(%s): %v", rec.ID, err)
+	}
+}
+
+func (c *checker) wantLeaseLost(err error, op string) {
+	c.Helper()
+	if !errors.Is(err, idempotent.ErrLeaseLost) {
+		c.errorf("%s: error %v, want one wrapping idempotent.ErrLeaseLost", op, err)
+	}
+}
+
+// sameRecord compares a returned record with what was written, at the
+// precision stores keep (seconds for ExpiresAt, milliseconds for the lease).
+func (c *checker) sameRecord(got *idempotent.Record, want idempotent.Record) {
+	c.Helper()
+	var diffs []string
+	check := func(field string, ok bool, g, w any) {
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", field, g, w))
+		}
+	}
+	check("ID", got.ID == want.ID, got.ID, want.ID)
+	check("Status", got.Status == want.Status, got.Status, want.Status)
+	check("ExpiresAt", got.ExpiresAt.Unix() == want.ExpiresAt.Unix(), got.ExpiresAt, want.ExpiresAt)
+	wantLease, gotLease := int64(0), int64(0)
+	if !want.LeaseExpiresAt.IsZero() {
+		wantLease = want.LeaseExpiresAt.UnixMilli()
+	}
+	if !got.LeaseExpiresAt.IsZero() {
+		gotLease = got.LeaseExpiresAt.UnixMilli()
+	}
+	check("LeaseExpiresAt (ms)", gotLease == wantLease, gotLease, wantLease)
+	check("Lease", got.Lease == want.Lease, got.Lease, want.Lease)
+	check("Fingerprint", got.Fingerprint == want.Fingerprint, got.Fingerprint, want.Fingerprint)
+	check("Data", bytes.Equal(got.Data, want.Data), len(got.Data), len(want.Data))
+	check("Version", got.Version == want.Version, got.Version, want.Version)
+	for _, d := range diffs {
+		c.errorf("record %s: %s", want.ID, d)
+	}
+}
+
+func cases() []testCase {
+	return []testCase{
+		{"ClaimNew", func(c *checker) {
+			res := c.mustClaim(c.inProgress(time.Minute), c.now)
+			if res.TookOver {
+				c.errorf("claim of a new key reported TookOver")
+			}
+		}},
+		{"ClaimRefusedWhileInProgress", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			got := c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(30*time.Second))
+			c.sameRecord(got, a)
+		}},
+		{"ClaimRetriedWithOwnLease", func(c *checker) {
+			// A claim whose response was lost is retried with the same lease.
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			if res := c.mustClaim(a, c.now.Add(time.Second)); res.TookOver {
+				c.errorf("retried claim with its own lease reported TookOver")
+			}
+		}},
+		{"CompleteThenReplay", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			done := completed(a, []byte(`p{"ok":true}`), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			got := c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Minute))
+			c.sameRecord(got, done)
+		}},
+		{"CompletedIsNotTakenOverAfterLease", func(c *checker) {
+			a := c.inProgress(time.Second)
+			c.mustClaim(a, c.now)
+			c.mustComplete(completed(a, []byte("p1"), c.now.Add(time.Hour)))
+			got := c.mustRefuse(rival(a, c.now.Add(time.Hour)), c.now.Add(10*time.Minute))
+			if got.Status != idempotent.StatusCompleted {
+				c.errorf("status %q, want COMPLETED", got.Status)
+			}
+		}},
+		{"CompleteRetried", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			done := completed(a, []byte("p-retried"), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.mustComplete(done) // a retried completion succeeds again
+			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
+		}},
+		{"CompleteFencedByLease", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			forged := completed(a, []byte("p-forged"), c.now.Add(time.Hour))
+			forged.Lease = randomHex(16)
+			c.wantLeaseLost(c.store.Complete(c.ctx(), forged), "Complete with another lease")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+		}},
+		{"CompleteMissingRecord", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.wantLeaseLost(c.store.Complete(c.ctx(), completed(a, []byte("p"), c.now.Add(time.Hour))), "Complete of a missing record")
+		}},
+		{"ReleaseThenClaimAgain", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			if err := c.store.Release(c.ctx(), a.ID, a.Lease); err != nil {
+				c.fatalf("Release: %v", err)
+			}
+			if res := c.mustClaim(rival(a, c.now.Add(time.Minute)), c.now); res.TookOver {
+				c.errorf("claim after release reported TookOver")
+			}
+		}},
+		{"ReleaseFencedByLease", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			c.wantLeaseLost(c.store.Release(c.ctx(), a.ID, randomHex(16)), "Release with another lease")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+		}},
+		{"ReleaseMissingRecord", func(c *checker) {
+			if err := c.store.Release(c.ctx(), "storetest#"+randomHex(32), randomHex(16)); err != nil {
+				c.errorf("Release of a missing record: %v, want nil", err)
+			}
+		}},
+		{"ReleaseTwice", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			for i := range 2 {
+				if err := c.store.Release(c.ctx(), a.ID, a.Lease); err != nil {
+					c.errorf("Release #%d: %v", i+1, err)
+				}
+			}
+		}},
+		{"TakeoverAfterLease", func(c *checker) {
+			a := c.inProgress(time.Second)
+			c.mustClaim(a, c.now)
+			later := c.now.Add(2 * time.Second)
+			b := rival(a, later.Add(time.Minute))
+			if res := c.mustClaim(b, later); !res.TookOver {
+				c.errorf("claim after the lease lapsed: TookOver = false, want true")
+			}
+			// The first owner is fenced out.
+			c.wantLeaseLost(c.store.Complete(c.ctx(), completed(a, []byte("p-late"), later.Add(time.Hour))), "late Complete by the previous owner")
+			c.wantLeaseLost(c.store.Release(c.ctx(), a.ID, a.Lease), "late Release by the previous owner")
+			done := completed(b, []byte("p-new-owner"), later.Add(time.Hour))
+			c.mustComplete(done)
+			c.sameRecord(c.mustRefuse(rival(a, later), later), done)
+		}},
+		{"LeaseBoundaryIsExclusive", func(c *checker) {
+			a := c.inProgress(1500 * time.Millisecond)
+			c.mustClaim(a, c.now)
+			// At exactly the lease end the owner still holds it.
+			c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(1500*time.Millisecond))
+			c.mustClaim(rival(a, c.now.Add(time.Minute)), c.now.Add(1501*time.Millisecond))
+		}},
+		{"ExpiredRecordIsAbsent", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			c.mustComplete(completed(a, []byte("p-old"), c.now.Add(time.Hour)))
+			// At exactly the expiry second the record still counts.
+			c.mustRefuse(rival(a, c.now.Add(2*time.Hour)), c.now.Add(time.Hour))
+			res := c.mustClaim(rival(a, c.now.Add(2*time.Hour)), c.now.Add(time.Hour+time.Second))
+			if res.TookOver {
+				c.errorf("claim over an expired COMPLETED record reported TookOver")
+			}
+		}},
+		{"ExpiredInProgressIsAbsent", func(c *checker) {
+			a := c.inProgress(time.Hour)
+			a.ExpiresAt = c.now.Add(time.Hour)
+			c.mustClaim(a, c.now)
+			c.mustClaim(rival(a, c.now.Add(3*time.Hour)), c.now.Add(2*time.Hour))
+		}},
+		{"BinaryDataRoundTrip", func(c *checker) {
+			data := make([]byte, 0, 512)
+			for i := range 512 {
+				data = append(data, byte(i))
+			}
+			a := c.inProgress(time.Minute)
+			a.Fingerprint = ""
+			c.mustClaim(a, c.now)
+			done := completed(a, data, c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
+		}},
+		{"TooLargeIsRefusedWithoutWriting", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			err := c.store.Complete(c.ctx(), completed(a, bytes.Repeat([]byte{'x'}, 500<<10), c.now.Add(time.Hour)))
+			if !errors.Is(err, idempotent.ErrTooLarge) {
+				c.fatalf("Complete of a 500 KB record: %v, want one wrapping idempotent.ErrTooLarge", err)
+			}
+			// The record is untouched and still owned, so the caller can
+			// complete it without the response.
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+			c.mustComplete(completed(a, []byte("n"), c.now.Add(time.Hour)))
+		}},
+		{"ConcurrentClaimsHaveOneWinner", func(c *checker) {
+			base := c.inProgress(time.Minute)
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				winners []string
+				losers  []*idempotent.Record
+				errs    []error
+			)
+			start := make(chan struct{})
+			for range Concurrency {
+				rec := rival(base, base.LeaseExpiresAt)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					res, err := c.store.Claim(c.ctx(), rec, c.now)
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err != nil:
+						errs = append(errs, err)
+					case res.Claimed:
+						winners = append(winners, rec.Lease)
+					default:
+						losers = append(losers, res.Existing)
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if len(errs) > 0 {
+				c.fatalf("concurrent claims failed: %v", errs)
+			}
+			if len(winners) != 1 {
+				c.fatalf("%d goroutines claimed the key, want exactly 1", len(winners))
+			}
+			for _, l := range losers {
+				if l == nil || l.Lease != winners[0] {
+					c.errorf("a refused claim saw %+v, want the winner's record (lease %s)", l, winners[0])
+				}
+			}
+		}},
+		{"CancelledContext", func(c *checker) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := c.store.Claim(ctx, c.inProgress(time.Minute), c.now); err == nil {
+				c.errorf("Claim with a cancelled context succeeded, want an error")
+			}
+		}},
+	}
+}
