@@ -48,13 +48,16 @@ func checkKey(key string) error {
 	return nil
 }
 
-// wholeInputKey is the default key: the canonical JSON of the whole input.
+// wholeInputKey is the default key: the SHA-256 of the whole input as JSON
+// (encoding/json is deterministic: struct fields in order, map keys sorted), so
+// a large event makes a short key.
 func wholeInputKey(in any) (string, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", err
 	}
-	return string(b), nil
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // fingerprint hashes a payload chosen by a validation function. A []byte is

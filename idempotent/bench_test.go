@@ -1,0 +1,117 @@
+package idempotent_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// benchEvent is a Lambda-like event with a body of a given size.
+type benchEvent struct {
+	ID      string            `json:"id"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type benchResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Amount int64  `json:"amount"`
+}
+
+func newBenchEvent(size int) benchEvent {
+	return benchEvent{
+		ID:      "evt",
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": "k"},
+		Body:    strings.Repeat("x", size),
+	}
+}
+
+func benchHandler(_ context.Context, e benchEvent) (benchResult, error) {
+	return benchResult{ID: e.ID, Status: "captured", Amount: 1500}, nil
+}
+
+func eventKey(e benchEvent) (string, error) { return e.ID, nil }
+
+func BenchmarkFirstRun(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			store := idempotent.NewMemoryStore()
+			h := idempotent.Wrap(store, benchHandler, idempotent.WithKey(eventKey))
+			evts := make([]benchEvent, b.N)
+			for i := range evts {
+				evts[i] = newBenchEvent(size)
+				evts[i].ID = strconv.Itoa(i)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := h(ctx, evts[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReplay(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			store := idempotent.NewMemoryStore()
+			h := idempotent.Wrap(store, benchHandler, idempotent.WithKey(eventKey))
+			evt := newBenchEvent(size)
+			ctx := context.Background()
+			if _, err := h(ctx, evt); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := h(ctx, evt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReplayWholeEventKey(b *testing.B) {
+	store := idempotent.NewMemoryStore()
+	h := idempotent.Wrap(store, benchHandler)
+	evt := newBenchEvent(1 << 10)
+	ctx := context.Background()
+	if _, err := h(ctx, evt); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := h(ctx, evt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReplayWithValidation(b *testing.B) {
+	store := idempotent.NewMemoryStore()
+	h := idempotent.Wrap(store, benchHandler, idempotent.WithKey(eventKey),
+		idempotent.WithPayloadValidation(func(e benchEvent) (any, error) { return e.Body, nil }))
+	evt := newBenchEvent(1 << 10)
+	ctx := context.Background()
+	if _, err := h(ctx, evt); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := h(ctx, evt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func sizeName(n int) string { return strconv.Itoa(n>>10) + "KB" }
