@@ -1,0 +1,104 @@
+package emf_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/emf"
+)
+
+type line struct {
+	AWS struct {
+		Timestamp         int64 `json:"Timestamp"`
+		CloudWatchMetrics []struct {
+			Namespace  string     `json:"Namespace"`
+			Dimensions [][]string `json:"Dimensions"`
+			Metrics    []struct {
+				Name string `json:"Name"`
+				Unit string `json:"Unit"`
+			} `json:"Metrics"`
+		} `json:"CloudWatchMetrics"`
+	} `json:"_aws"`
+	Fields map[string]any `json:"-"`
+}
+
+func parse(t *testing.T, buf *bytes.Buffer) []line {
+	t.Helper()
+	var out []line
+	sc := bufio.NewScanner(buf)
+	for sc.Scan() {
+		var l line
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l.Fields))
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestOutcomesAreCountedAsEMF(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "payments")
+	var buf bytes.Buffer
+	now := time.UnixMilli(1_800_000_000_123)
+	metrics := emf.New(&buf, func(o *emf.Options) {
+		o.Namespace = "shop"
+		o.Dimensions["Stage"] = "test"
+		o.Now = func() time.Time { return now }
+	})
+	store := idempotent.NewMemoryStore()
+	h := idempotent.Wrap(store, func(_ context.Context, id string) (string, error) {
+		if id == "fail" {
+			return "", errors.New("boom")
+		}
+		return "ok " + id, nil
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }), idempotent.WithOutcomeHook(metrics.Hook))
+
+	for _, id := range []string{"a", "a", "fail", ""} {
+		_, _ = h(context.Background(), id)
+	}
+	lines := parse(t, &buf)
+	require.Len(t, lines, 4)
+	var names []string
+	for _, l := range lines {
+		require.Len(t, l.AWS.CloudWatchMetrics, 1)
+		d := l.AWS.CloudWatchMetrics[0]
+		assert.Equal(t, "shop", d.Namespace)
+		require.Len(t, d.Dimensions, 1)
+		dims := append([]string(nil), d.Dimensions[0]...)
+		sort.Strings(dims)
+		assert.Equal(t, []string{"FunctionName", "Stage"}, dims)
+		assert.Equal(t, "payments", l.Fields["FunctionName"])
+		assert.Equal(t, "test", l.Fields["Stage"])
+		assert.Equal(t, now.UnixMilli(), l.AWS.Timestamp)
+		for _, m := range d.Metrics {
+			assert.Contains(t, l.Fields, m.Name, "every declared metric has a value")
+		}
+		names = append(names, d.Metrics[0].Name)
+		assert.EqualValues(t, 1, l.Fields[d.Metrics[0].Name])
+	}
+	assert.Equal(t, []string{"executed", "replayed", "handler_error", "rejected"}, names)
+}
+
+func TestTakeoverAndCacheFlags(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "")
+	var buf bytes.Buffer
+	metrics := emf.New(&buf)
+	metrics.Hook(context.Background(), idempotent.Event{Outcome: idempotent.OutcomeExecuted, TookOver: true, Duration: 1500 * time.Microsecond})
+	metrics.Hook(context.Background(), idempotent.Event{Outcome: idempotent.OutcomeReplayed, FromCache: true})
+	lines := parse(t, &buf)
+	require.Len(t, lines, 2)
+	assert.EqualValues(t, 1, lines[0].Fields["took_over"])
+	assert.InDelta(t, 1.5, lines[0].Fields["duration_ms"], 1e-9)
+	assert.EqualValues(t, 1, lines[1].Fields["from_cache"])
+	assert.Equal(t, emf.DefaultNamespace, lines[0].AWS.CloudWatchMetrics[0].Namespace)
+	assert.Equal(t, [][]string{{}}, lines[0].AWS.CloudWatchMetrics[0].Dimensions, "no dimensions outside Lambda")
+}
