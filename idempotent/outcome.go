@@ -95,14 +95,21 @@ type Invocation struct {
 
 type invocationKey struct{}
 
+// invocation is what the wrapper puts in the handler's context; the downstream
+// key is derived only when asked for, keeping a hash off the hot path.
+type invocation struct {
+	recordID string
+	tookOver bool
+}
+
 // FromContext returns the Invocation the handler runs in, if it was called by
 // a wrapper.
 func FromContext(ctx context.Context) (Invocation, bool) {
-	inv, ok := ctx.Value(invocationKey{}).(*Invocation)
+	inv, ok := ctx.Value(invocationKey{}).(*invocation)
 	if !ok {
 		return Invocation{}, false
 	}
-	return *inv, true
+	return Invocation{RecordID: inv.recordID, DownstreamKey: downstreamKey(inv.recordID), TookOver: inv.tookOver}, true
 }
 
 // DownstreamKey returns FromContext(ctx).DownstreamKey, or "" outside a

@@ -268,7 +268,7 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the handler under the claimed record and settles the record.
 func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget time.Duration, tookOver bool, start time.Time) (Out, error) {
-	inv := &Invocation{RecordID: rec.ID, DownstreamKey: downstreamKey(rec.ID), TookOver: tookOver}
+	inv := &invocation{recordID: rec.ID, tookOver: tookOver}
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over.
 	hctx, cancel := context.WithTimeout(context.WithValue(ctx, invocationKey{}, inv), budget-reserve(budget))
