@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -114,8 +115,9 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	}
 	if key == "" {
 		if w.cfg.optionalKey {
-			w.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true})
-			return w.handler(ctx, in)
+			out, err := w.handler(ctx, in)
+			w.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
+			return out, err
 		}
 		return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
 	}
@@ -272,7 +274,7 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget ti
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over.
 	hctx, cancel := context.WithTimeout(context.WithValue(ctx, invocationKey{}, inv), budget-reserve(budget))
-	out, err, recovered, panicked := w.call(hctx, in)
+	out, err, recovered, stack, panicked := w.call(hctx, in)
 	cancel()
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
 
@@ -280,6 +282,9 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget ti
 		ev.Outcome, ev.Err = OutcomeHandlerError, err
 		if panicked {
 			ev.Err = fmt.Errorf("idempotent: handler panicked: %v", recovered)
+			// The re-panic below starts a new stack; keep the original one.
+			w.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
+				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(recovered)), slog.String("stack", string(stack)))
 		}
 		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
 			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
@@ -334,16 +339,17 @@ func outcomeOfFinish(err error) Outcome {
 
 // call runs the handler, turning a panic into a value to re-panic with after
 // the record is released.
-func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, err error, recovered any, panicked bool) {
+func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, err error, recovered any, stack []byte, panicked bool) {
 	defer func() {
 		if panicked {
 			recovered = recover()
+			stack = debug.Stack()
 		}
 	}()
 	panicked = true
 	out, err = w.handler(ctx, in)
 	panicked = false
-	return out, err, nil, false
+	return out, err, nil, nil, false
 }
 
 // finishContext gives completion and release their own time: the invocation's
@@ -444,7 +450,7 @@ func outcomeLevel(ev Event) slog.Level {
 		return slog.LevelDebug
 	case OutcomeInProgress, OutcomePayloadMismatch, OutcomeRejected, OutcomeResponseNotStored, OutcomeHandlerError:
 		return slog.LevelInfo
-	default: // lease lost, store error, response not stored
+	default: // lease lost, store error, response too large to store
 		return slog.LevelError
 	}
 }

@@ -1,0 +1,128 @@
+// Package apigateway makes Amazon API Gateway Lambda handlers idempotent with
+// the semantics of the IETF Idempotency-Key header draft
+// (draft-ietf-httpapi-idempotency-key-header) and of Stripe's API: a client
+// sends a unique key with an unsafe request, and a retry with the same key
+// gets the first response again instead of repeating the side effect.
+//
+// WrapV1 wraps a REST API (payload format 1.0) handler and WrapV2 an HTTP API
+// (payload format 2.0) handler; both share one implementation and run on the
+// idempotent core, so any [idempotent.Store] works:
+//
+//	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
+//	lambda.Start(apigateway.WrapV2(store, createPayment,
+//		apigateway.WithIdempotentOptions(idempotent.WithExpiry(24*time.Hour))))
+//
+// # Requests
+//
+// Requests whose method is POST or PATCH (see WithMethods) must carry an
+// Idempotency-Key header (see WithOptionalKey); other methods go straight to
+// the handler. Header names are matched case-insensitively. The key is either
+// the draft's RFC 8941 string ("8e03978e-40d5", with \" and \\ escaped) or a
+// bare token (8e03978e-40d5), the same key either way: at most MaxKeyLength
+// bytes of printable ASCII (a bare key: visible ASCII without commas). An
+// empty, overlong, non-ASCII, badly quoted or repeated key is refused.
+//
+// A duplicate must repeat the request: its method, its path as called
+// (RawPath for payload 2.0, Path for 1.0), its query string (parameters
+// sorted by name, the order of a name's values kept) and its body (decoded
+// first when base64-encoded). A body whose Content-Type is application/json or
+// a +json type is compared as canonical JSON: key order and white space do not
+// count, numbers count as written (so values beyond 2^53 never collide), and a
+// duplicate object key or invalid JSON is refused. Any other body is compared
+// byte for byte, even if it happens to parse as JSON: without a declared type
+// the adapter cannot know that white space carries no meaning (a signed
+// webhook body, say), and comparing exactly can only refuse a retry, never
+// replay a response to a different request.
+//
+// # Answers
+//
+// The wrapped function never returns a Go error (API Gateway would answer a
+// bare 502): every failure is an application/problem+json (RFC 9457) response
+// with a stable type URI, exported as the Problem constants.
+//
+//	case                                         status  type (https://idemkit.dev/problems/...)
+//	first request                                handler's response
+//	duplicate of a stored response               stored response + Idempotent-Replayed: true
+//	method not idempotent (GET, PUT, ...)        handler's response
+//	Idempotency-Key missing                      400     missing-key            ProblemMissingKey
+//	Idempotency-Key malformed                    400     invalid-key            ProblemInvalidKey
+//	JSON body invalid or with a duplicate key    400     invalid-json           ProblemInvalidJSON
+//	same key, first request still running        409     in-progress            ProblemInProgress (Retry-After)
+//	same key, response too large to keep         409     response-not-stored    ProblemResponseNotStored
+//	same key, different request                  422     payload-mismatch       ProblemPayloadMismatch
+//	handler error or panic                       500     internal-error         ProblemInternal
+//	stored record corrupt or of a newer format   500     corrupt-record         ProblemCorruptRecord
+//	idempotency store unavailable                503     store-unavailable      ProblemStoreUnavailable (Retry-After)
+//
+// Retry-After defaults to one second (see WithRetryAfter). A key reused for a
+// different request gets 422 whether the first request has finished or is
+// still running, and never sees the first request's response. When the first
+// response was too large for the store (DynamoDB items hold 400 KB; Lambda
+// responses reach 6 MB), the request has run and its response is lost to
+// duplicates: they get 409, not 410, because the condition belongs to the key
+// rather than to the resource (which is not gone), and because 410 may be
+// cached by intermediaries; the missing Retry-After and the distinct type tell
+// it from the in-progress 409.
+//
+// # What is stored
+//
+// Responses with a status from 200 to 499 are stored and replayed, except 408,
+// 409, 425 and 429, which are transient. Those, any other status (5xx, 1xx,
+// an invalid one), a handler error and a handler panic are not stored: the
+// record is released, the client gets the response (a 500 problem for an
+// error or panic, without internal details), and its retry runs the handler
+// again.
+//
+// A replay carries the stored status code, headers (Content-Type included),
+// body and IsBase64Encoded byte for byte, plus Idempotent-Replayed: true. Left
+// out of the record, and so of replays, are hop-by-hop headers (Connection and
+// the headers it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
+// Upgrade), Date, headers named with WithVolatileHeaders and cookies (the
+// Set-Cookie header of either payload version and the Cookies of payload
+// 2.0). Cookies often carry session secrets, which should neither sit in the
+// store nor be handed to whoever presents the same key and body; WithReplayCookies
+// stores and replays them for handlers whose cookies are safe to repeat. The
+// first response always reaches its client unchanged.
+//
+// # Caller scoping
+//
+// Keys are scoped to the authenticated caller, so two callers that use the
+// same key never see each other's responses, and an unauthenticated request
+// never replays an authenticated caller's response. The caller is, for
+// payload 2.0, the JWT authorizer's issuer and subject (client_id when there
+// is no subject), the IAM caller (its Cognito identity, else its user ARN,
+// else account and caller id) or a Lambda authorizer's principalId; for
+// payload 1.0, the Cognito user pool authorizer's issuer and subject claims, a
+// Lambda authorizer's principalId, the Cognito identity, the IAM user ARN
+// (else account and caller id) or the API key id. Requests with none of these
+// share one anonymous scope. An assumed role's ARN includes its session name,
+// so a retry must come from the same role session to be recognized.
+//
+// # Logs and metrics
+//
+// The core logs each outcome with the hashed record id, never the raw key or
+// body; the adapter adds an error-level line, with the stack of a panic, when
+// a handler fails. Pass idempotent.WithOutcomeHook through
+// WithIdempotentOptions for metrics; a response not stored because of its
+// status is reported as idempotent.OutcomeHandlerError, as it releases the
+// record the same way.
+//
+// # Timeouts
+//
+// API Gateway stops waiting for Lambda after 29 seconds (REST API, by
+// default) or 30 seconds (HTTP API) and answers 504, while the function may
+// run on until its own timeout, holding the key: retries get 409 until then.
+// When the function timeout is longer than the integration timeout, pass
+// idempotent.WithMaxLease with the integration timeout: the handler's context
+// then ends when API Gateway stops waiting, and so does the lease.
+//
+// # Guarantees
+//
+// Those of the idempotent package: while a record lives (one hour by default,
+// see idempotent.WithExpiry), a duplicate never re-runs the handler, except
+// after a takeover of an invocation that crashed or overran its lease.
+// Idempotent is not exactly-once; pass idempotent.DownstreamKey(ctx) to
+// payment providers and other external APIs.
+//
+// The wrapped functions are safe for concurrent use.
+package apigateway

@@ -1,0 +1,73 @@
+package apigateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/apigateway"
+)
+
+func ExampleWrapV2() {
+	charges := 0
+	createPayment := func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		charges++ // the side effect that must happen once
+		return events.APIGatewayV2HTTPResponse{
+			StatusCode: http.StatusCreated,
+			Headers:    map[string]string{"Content-Type": "application/json"},
+			Body:       fmt.Sprintf(`{"payment":%d}`, charges),
+		}, nil
+	}
+
+	// In a Lambda function: lambda.Start(apigateway.WrapV2(store, createPayment)).
+	handler := apigateway.WrapV2(idempotent.NewMemoryStore(), createPayment,
+		apigateway.WithIdempotentOptions(idempotent.WithExpiry(24*time.Hour)))
+
+	req := events.APIGatewayV2HTTPRequest{
+		RawPath: "/payments",
+		Headers: map[string]string{
+			"idempotency-key": `"8e03978e-40d5-43e8-bc93-6894a57f9324"`,
+			"content-type":    "application/json",
+		},
+		Body: `{"amount":1000,"currency":"EUR"}`,
+	}
+	req.RequestContext.HTTP.Method = http.MethodPost
+
+	for range 2 { // the client retries, say after a timeout
+		resp, _ := handler(context.Background(), req)
+		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers[apigateway.HeaderReplayed] == "true")
+	}
+	fmt.Println("charges:", charges)
+
+	// Output:
+	// 201 {"payment":1} replayed: false
+	// 201 {"payment":1} replayed: true
+	// charges: 1
+}
+
+func ExampleWrapV1() {
+	handler := apigateway.WrapV1(idempotent.NewMemoryStore(), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{StatusCode: http.StatusOK, Body: "done"}, nil
+	})
+
+	// A POST without an Idempotency-Key is refused with a problem.
+	resp, _ := handler(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodPost, Path: "/orders"})
+	fmt.Println(resp.StatusCode, resp.Headers["Content-Type"])
+	fmt.Println(resp.Body)
+
+	// Output:
+	// 400 application/problem+json
+	// {"type":"https://idemkit.dev/problems/missing-key","title":"Idempotency-Key header missing","status":400,"detail":"This operation requires an Idempotency-Key header; send a unique key, such as a UUID, and reuse it only to retry the same request."}
+}
+
+func ExampleWithMethods() {
+	// PUT and DELETE are idempotent by definition, but a PUT whose handler
+	// also charges a card is not: require a key for it too.
+	_ = apigateway.WrapV1(idempotent.NewMemoryStore(), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
+	}, apigateway.WithMethods(http.MethodPost, http.MethodPut, http.MethodPatch))
+}

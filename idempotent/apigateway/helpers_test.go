@@ -1,0 +1,256 @@
+package apigateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/apigateway"
+)
+
+// req is a request in a form neutral to the payload version; each flavor
+// turns it into its event.
+type req struct {
+	method  string            // default POST
+	path    string            // default /payments
+	query   string            // raw query string
+	headers map[string]string // as sent; v2 lower-cases the names
+	body    string
+	base64  bool
+	sub     string // authenticated subject; "" is anonymous
+}
+
+// resp is a response in a form neutral to the payload version. cookies holds
+// the v2 Cookies and, for both versions, any Set-Cookie header.
+type resp struct {
+	status  int
+	headers map[string]string
+	multi   map[string][]string
+	cookies []string
+	body    string
+	base64  bool
+}
+
+type handler func(ctx context.Context, r req) (resp, error)
+
+// flavor wraps a neutral handler with WrapV1 or WrapV2 and returns a neutral
+// caller, which asserts that the wrapped function never returns an error.
+type flavor struct {
+	name string
+	wrap func(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp
+}
+
+var flavors = []flavor{
+	{name: "v1", wrap: wrapV1},
+	{name: "v2", wrap: wrapV2},
+}
+
+func (r req) withDefaults() req {
+	if r.method == "" {
+		r.method = http.MethodPost
+	}
+	if r.path == "" {
+		r.path = "/payments"
+	}
+	return r
+}
+
+func wrapV1(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp {
+	wrapped := apigateway.WrapV1(store, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		out, err := h(ctx, req{method: ev.HTTPMethod, path: ev.Path, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
+		multi := maps.Clone(out.multi)
+		if len(out.cookies) > 0 {
+			if multi == nil {
+				multi = map[string][]string{}
+			}
+			multi["Set-Cookie"] = out.cookies
+		}
+		return events.APIGatewayProxyResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: multi, Body: out.body, IsBase64Encoded: out.base64}, err
+	}, opts...)
+	return func(r req) resp {
+		t.Helper()
+		r = r.withDefaults()
+		ev := events.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, Resource: r.path, Body: r.body, IsBase64Encoded: r.base64}
+		if len(r.headers) > 0 {
+			ev.Headers = r.headers
+			ev.MultiValueHeaders = map[string][]string{}
+			for k, v := range r.headers {
+				ev.MultiValueHeaders[k] = []string{v}
+			}
+		}
+		if r.query != "" {
+			q, err := url.ParseQuery(r.query)
+			require.NoError(t, err)
+			ev.MultiValueQueryStringParameters = q
+			ev.QueryStringParameters = map[string]string{}
+			for k, v := range q {
+				ev.QueryStringParameters[k] = v[len(v)-1]
+			}
+		}
+		if r.sub != "" {
+			ev.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": r.sub, "iss": "https://issuer.example"}}
+		}
+		out, err := wrapped(context.Background(), ev)
+		require.NoError(t, err, "the adapter must never return an error")
+		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
+	}
+}
+
+func wrapV2(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp {
+	wrapped := apigateway.WrapV2(store, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		out, err := h(ctx, req{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
+		return events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: out.multi, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}, err
+	}, opts...)
+	return func(r req) resp {
+		t.Helper()
+		r = r.withDefaults()
+		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: r.path, RawQueryString: r.query, Body: r.body, IsBase64Encoded: r.base64}
+		ev.RequestContext.HTTP.Method = r.method
+		ev.RequestContext.HTTP.Path = r.path
+		if len(r.headers) > 0 {
+			ev.Headers = map[string]string{}
+			for k, v := range r.headers {
+				ev.Headers[strings.ToLower(k)] = v
+			}
+		}
+		if r.query != "" {
+			q, err := url.ParseQuery(r.query)
+			require.NoError(t, err)
+			ev.QueryStringParameters = map[string]string{}
+			for k, v := range q {
+				ev.QueryStringParameters[k] = strings.Join(v, ",")
+			}
+		}
+		if r.sub != "" {
+			ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": r.sub, "iss": "https://issuer.example"}},
+			}
+		}
+		out, err := wrapped(context.Background(), ev)
+		require.NoError(t, err, "the adapter must never return an error")
+		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
+	}
+}
+
+// fromProxy collects a proxy response, moving Set-Cookie headers to cookies.
+func fromProxy(status int, headers map[string]string, multi map[string][]string, cookies []string, body string, b64 bool) resp {
+	r := resp{status: status, cookies: append([]string(nil), cookies...), body: body, base64: b64}
+	for k, v := range headers {
+		if strings.EqualFold(k, "Set-Cookie") {
+			r.cookies = append(r.cookies, v)
+			continue
+		}
+		if r.headers == nil {
+			r.headers = map[string]string{}
+		}
+		r.headers[k] = v
+	}
+	for k, v := range multi {
+		if strings.EqualFold(k, "Set-Cookie") {
+			r.cookies = append(r.cookies, v...)
+			continue
+		}
+		if r.multi == nil {
+			r.multi = map[string][]string{}
+		}
+		r.multi[k] = v
+	}
+	return r
+}
+
+// post is a JSON POST with an Idempotency-Key.
+func post(key, body string) req {
+	return req{headers: map[string]string{"Idempotency-Key": key, "Content-Type": "application/json"}, body: body}
+}
+
+// counter is a handler answering 200 with a JSON body that numbers its runs.
+type counter struct{ runs atomic.Int32 }
+
+func (c *counter) handle(_ context.Context, r req) (resp, error) {
+	n := c.runs.Add(1)
+	body, _ := json.Marshal(map[string]any{"run": n, "path": r.path})
+	return resp{status: http.StatusOK, headers: map[string]string{"Content-Type": "application/json"}, body: string(body)}, nil
+}
+
+func (c *counter) count() int { return int(c.runs.Load()) }
+
+// replayed reports whether a response carries Idempotent-Replayed: true.
+func replayed(r resp) bool { return r.headers[apigateway.HeaderReplayed] == "true" }
+
+// requireProblem asserts an application/problem+json answer of the given
+// status and type, and returns its detail.
+func requireProblem(t testing.TB, r resp, status int, typ string) string {
+	t.Helper()
+	require.Equal(t, status, r.status, "body: %s", r.body)
+	assert.Equal(t, apigateway.ContentTypeProblem, r.headers["Content-Type"])
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.body), &p))
+	assert.Equal(t, typ, p.Type)
+	assert.Equal(t, status, p.Status)
+	assert.NotEmpty(t, p.Title)
+	assert.NotEmpty(t, p.Detail)
+	assert.False(t, replayed(r), "a problem is never a replay")
+	return p.Detail
+}
+
+// fakeStore puts faults in front of a MemoryStore; nil functions delegate.
+type fakeStore struct {
+	*idempotent.MemoryStore
+	claim    func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error)
+	complete func(ctx context.Context, rec idempotent.Record) error
+}
+
+func (s *fakeStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+	if s.claim != nil {
+		return s.claim(ctx, rec, now)
+	}
+	return s.MemoryStore.Claim(ctx, rec, now)
+}
+
+func (s *fakeStore) Complete(ctx context.Context, rec idempotent.Record) error {
+	if s.complete != nil {
+		return s.complete(ctx, rec)
+	}
+	return s.MemoryStore.Complete(ctx, rec)
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func debugLogger(w *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
