@@ -653,7 +653,10 @@ func TestCorruptRecords(t *testing.T) {
 		{name: "completed without data", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = nil }},
 		{name: "unknown data encoding", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = []byte("?garbage") }},
 		{name: "bad compressed data", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = []byte("z\x00\x01") }},
-		{name: "response of another type", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = []byte(`p["not","a","receipt"]`) }},
+		{name: "response of another type", mutate: func(r *idempotent.Record) {
+			r.Status = idempotent.StatusCompleted
+			r.Data = []byte(`p["not","a","receipt"]`)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
