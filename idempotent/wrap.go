@@ -16,6 +16,9 @@ const (
 	// finishTimeout bounds a completion or release, which get their own
 	// context so a spent invocation cannot leave its record INPROGRESS.
 	finishTimeout = 10 * time.Second
+	// minFinish is the least time a completion or release is given, even
+	// past the deadline: trying costs nothing, and often succeeds.
+	minFinish = 250 * time.Millisecond
 	// firstPoll and maxPoll shape the backoff of WithWaitInProgress.
 	firstPoll = 50 * time.Millisecond
 	maxPoll   = time.Second
@@ -354,9 +357,15 @@ func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, err error,
 
 // finishContext gives completion and release their own time: the invocation's
 // context may be cancelled or spent, and that must not leave the record
-// INPROGRESS. SDK retries happen within this bound.
+// INPROGRESS. SDK retries happen within this bound, which ends with the
+// invocation's deadline (the handler stopped a reserve before it) so the
+// finish never outlives the Lambda invocation, but always allows a short try.
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	timeout := finishTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, max(time.Until(deadline), minFinish))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
 }
 
 func (w *wrapper[In, Out]) completeRecord(ctx context.Context, rec Record) error {

@@ -62,7 +62,8 @@ func WithoutPayloadValidation() Option {
 // Messages with the same key never run at the same time, and on a FIFO queue
 // the messages of one message group always run one after another, in order;
 // n bounds how many keys (standard queue) or message groups (FIFO) are worked
-// on at once. Values below 1 are raised to 1.
+// on at once, and with n > 1 the handler must be safe for concurrent use.
+// Values below 1 are raised to 1.
 func WithParallelism(n int) Option {
 	return func(o *options) { o.parallelism = max(n, 1) }
 }

@@ -1,0 +1,193 @@
+package sqsbatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// Wrap returns a Lambda handler for SQS batches that decodes each message body
+// as JSON into T and calls handle once per idempotency key, reporting the
+// messages that failed as batch item failures. The result can be passed to
+// lambda.Start; the event source mapping must enable ReportBatchItemFailures
+// (see the package documentation).
+//
+// A body that is not JSON, is JSON null, does not decode into T, or, when T or
+// *T has a method Validate() error, fails validation, makes its message a
+// failure without affecting the others and without calling handle.
+//
+// Wrap panics if store or handle is nil, or if an option's function is of the
+// wrong type.
+func Wrap[T any](store idempotent.Store, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	if handle == nil {
+		panic("sqsbatch: Wrap: nil handler")
+	}
+	payload := func(_ *events.SQSMessage, v T) (any, error) { return v, nil }
+	return newBatcher(store, handle, decodeJSON[T], payload, opts).handleBatch
+}
+
+// WrapMessage is Wrap for handlers that take the SQS message itself, for
+// bodies that are not JSON or are decoded by the handler. Its default payload
+// validation compares the raw body.
+func WrapMessage(store idempotent.Store, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	if handle == nil {
+		panic("sqsbatch: WrapMessage: nil handler")
+	}
+	decode := func(m *events.SQSMessage) (events.SQSMessage, error) { return *m, nil }
+	payload := func(m *events.SQSMessage, _ events.SQSMessage) (any, error) { return m.Body, nil }
+	return newBatcher(store, handle, decode, payload, opts).handleBatch
+}
+
+// MessageFromContext returns the SQS message being processed. It is set in
+// the context of a wrapped handler and of the hook given to
+// idempotent.WithOutcomeHook through WithIdempotentOptions.
+func MessageFromContext(ctx context.Context) (events.SQSMessage, bool) {
+	if m := messageFrom(ctx); m != nil {
+		return *m, true
+	}
+	return events.SQSMessage{}, false
+}
+
+type messageKey struct{}
+
+func messageFrom(ctx context.Context) *events.SQSMessage {
+	m, _ := ctx.Value(messageKey{}).(*events.SQSMessage)
+	return m
+}
+
+// batcher processes SQS batches with one idempotent invocation per message.
+type batcher[T any] struct {
+	handle      func(context.Context, T) error
+	decode      func(*events.SQSMessage) (T, error)
+	key         func(*events.SQSMessage, T) (string, error)
+	invoke      func(context.Context, *item[T]) (struct{}, error)
+	parallelism int
+	logger      *slog.Logger
+}
+
+// item is one message of a batch, prepared for processing.
+type item[T any] struct {
+	msg    *events.SQSMessage
+	val    T
+	key    string
+	keyErr error // handed to the core, which reports it as ErrInvalidKey
+	err    error // the message cannot be processed at all (invalid body, panic)
+}
+
+// hasKey reports whether the item has a usable key to group and lock on.
+func (it *item[T]) hasKey() bool { return it.err == nil && it.keyErr == nil && it.key != "" }
+
+func newBatcher[T any](store idempotent.Store, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option) *batcher[T] {
+	o := options{parallelism: 1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b := &batcher[T]{handle: handle, decode: decode, parallelism: o.parallelism, logger: o.logger}
+	b.key = msgFunc[T, string](o.key, "WithKey")
+	if b.key == nil {
+		b.key = func(m *events.SQSMessage, _ T) (string, error) { return m.MessageId, nil }
+	}
+	payload := msgFunc[T, any](o.payload, "WithPayloadValidation")
+	if payload == nil && !o.noPayload {
+		payload = defaultPayload
+	}
+
+	// The key is derived before the core sees the message (messages are
+	// grouped by key), so the core's key function only hands it over.
+	core := []idempotent.Option{
+		idempotent.WithKey(func(it *item[T]) (string, error) { return it.key, it.keyErr }),
+		idempotent.WithLogger(coreLogger(o.logger)),
+	}
+	if payload != nil {
+		core = append(core, idempotent.WithPayloadValidation(func(it *item[T]) (any, error) {
+			return payload(it.msg, it.val)
+		}))
+	}
+	core = append(core, o.core...)
+	b.invoke = idempotent.Wrap(store, b.run, core...)
+	return b
+}
+
+// run is the function made idempotent: the user's handler, with a response
+// that is nothing but "done". A panic becomes an error here, where the stack
+// still shows where it happened; the core then releases the record as for
+// any failure.
+func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: handler panicked",
+				slog.String("message_id", it.msg.MessageId), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			err = fmt.Errorf("%w in handler: %v", errPanicked, r)
+		}
+	}()
+	return struct{}{}, b.handle(ctx, it.val)
+}
+
+func (b *batcher[T]) log() *slog.Logger {
+	if b.logger != nil {
+		return b.logger
+	}
+	return slog.Default()
+}
+
+var (
+	errInvalidBody    = errors.New("sqsbatch: invalid message body")
+	errInvalidMessage = errors.New("sqsbatch: invalid message")
+	errPanicked       = errors.New("sqsbatch: panic")
+)
+
+type validator interface{ Validate() error }
+
+// decodeJSON decodes a body into T and validates it. Its errors never quote
+// the body: encoding/json's errors are reduced to offsets, field names and
+// types, because the errors of custom unmarshalers (time.Time's among them)
+// may quote their input. Errors returned by Validate are kept as written.
+func decodeJSON[T any](m *events.SQSMessage) (T, error) {
+	var v T
+	body := []byte(m.Body)
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return v, fmt.Errorf("%w: JSON null", errInvalidBody)
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return v, fmt.Errorf("%w: %s", errInvalidBody, describeJSONError[T](err))
+	}
+	var err error
+	if x, ok := any(v).(validator); ok {
+		err = x.Validate()
+	} else if x, ok := any(&v).(validator); ok {
+		err = x.Validate()
+	}
+	if err != nil {
+		return v, fmt.Errorf("%w: %w", errInvalidMessage, err)
+	}
+	return v, nil
+}
+
+func describeJSONError[T any](err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("not valid JSON (at byte %d)", syntax.Offset)
+	case errors.As(err, &typ):
+		// Value is the kind of JSON value, but for numbers that do not fit it
+		// goes on with the number itself ("number 1e999").
+		kind, _, _ := strings.Cut(typ.Value, " ")
+		if typ.Field != "" {
+			return fmt.Sprintf("cannot decode a JSON %s into field %s of type %v", kind, typ.Field, typ.Type)
+		}
+		return fmt.Sprintf("cannot decode a JSON %s into %v", kind, typ.Type)
+	default:
+		return fmt.Sprintf("cannot decode into %v (%T)", reflect.TypeFor[T](), err)
+	}
+}
