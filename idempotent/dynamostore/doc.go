@@ -53,16 +53,18 @@
 //
 // Records are read strictly: a missing attribute, a wrong type or an
 // unparsable number is reported as [idempotent.ErrCorruptRecord] naming the
-// attribute. An item without a version attribute (written by another tool,
-// for example Powertools) is decoded with Version 0, which the wrapper refuses
-// as foreign: it is never replayed.
+// attribute. An item without a version attribute decodes with Version 0,
+// which the wrapper refuses as foreign. Either way such an item is never
+// replayed; an item written by another tool (a Powertools record has no
+// lease) is reported as corrupt. Once expired, it is claimed over like any
+// other.
 //
 // # Table and permissions
 //
 // The table needs a partition key id of type S (and, in the composite layout,
 // a sort key of type S), and TTL enabled on expiration so DynamoDB deletes
-// expired records; every condition checks expiration itself, because TTL
-// deletion can lag by days. On-demand capacity suits bursty Lambda traffic.
+// expired records; the claim condition checks expiration itself, because
+// TTL deletion can lag by days. On-demand capacity suits bursty Lambda traffic.
 //
 // The function's role needs dynamodb:PutItem, dynamodb:UpdateItem,
 // dynamodb:DeleteItem and dynamodb:GetItem (the last for the fallback read

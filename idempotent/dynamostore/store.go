@@ -25,10 +25,13 @@ type Client interface {
 }
 
 var (
-	_                   Client           = (*dynamodb.Client)(nil)
-	_                   idempotent.Store = (*Store)(nil)
-	inProgressAttrValue                  = attrS(string(idempotent.StatusInProgress))
+	_ Client           = (*dynamodb.Client)(nil)
+	_ idempotent.Store = (*Store)(nil)
 )
+
+// inProgressAttrValue is the claim condition's :inprogress, shared by all
+// calls (the SDK only reads its inputs).
+var inProgressAttrValue = attrS(string(idempotent.StatusInProgress))
 
 // Store is an idempotent.Store kept in a DynamoDB table. Create it with New.
 // A Store is safe for concurrent use.
@@ -135,8 +138,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 				return idempotent.ClaimResult{Existing: &existing}, nil
 			}
 		}
-		// Only the fallback read gets here: the item was deleted, or replaced
-		// by one that is no longer live, between the write and the read.
+		// No live record refused the claim: in practice the fallback read
+		// found the item deleted (or replaced by one no longer live) between
+		// the write and the read. Claim again, once.
 		if attempt == 2 {
 			return idempotent.ClaimResult{}, errors.New("dynamostore: claim: refused twice, but no live record was found")
 		}

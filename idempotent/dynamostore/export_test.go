@@ -1,0 +1,9 @@
+package dynamostore
+
+import "github.com/idemkit/idemkit/idempotent"
+
+// NumberSize exposes numberSize to the external tests.
+var NumberSize = numberSize
+
+// CompletedSize exposes the item size estimate of a completion.
+func CompletedSize(s *Store, rec idempotent.Record) int { return s.completedSize(&rec) }

@@ -1,0 +1,728 @@
+package dynamostore_test
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+)
+
+const (
+	testTable = "idem-table"
+	testID    = "test#5f1c"
+	ourLease  = "lease-ours"
+)
+
+var (
+	t0       = time.Unix(1_700_000_000, 0)
+	errBoom  = errors.New("boom")
+	composed = func(o *dynamostore.Options) {
+		o.KeyAttr = "pk"
+		o.SortKeyAttr = "sk"
+		o.StaticPartitionKey = "idempotency#orders"
+	}
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// oneLine collapses white space, which DynamoDB ignores between clauses.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func ptr[T any](v T) *T { return &v }
+
+// newRecord is the INPROGRESS record of a claim at t0.
+func newRecord() idempotent.Record {
+	return idempotent.Record{
+		ID:             testID,
+		Status:         idempotent.StatusInProgress,
+		ExpiresAt:      t0.Add(time.Hour),
+		LeaseExpiresAt: t0.Add(1500 * time.Millisecond),
+		Lease:          ourLease,
+		Fingerprint:    "fp",
+		Version:        idempotent.RecordVersion,
+	}
+}
+
+// storedItem is a valid completed item held by another lease.
+func storedItem() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"id":         &types.AttributeValueMemberS{Value: testID},
+		"status":     &types.AttributeValueMemberS{Value: "COMPLETED"},
+		"expiration": &types.AttributeValueMemberN{Value: "1700003600"},
+		"lease":      &types.AttributeValueMemberS{Value: "lease-other"},
+		"validation": &types.AttributeValueMemberS{Value: "fp"},
+		"data":       &types.AttributeValueMemberB{Value: []byte("p{}")},
+		"version":    &types.AttributeValueMemberN{Value: "1"},
+	}
+}
+
+func storedRecord() idempotent.Record {
+	return idempotent.Record{
+		ID:          testID,
+		Status:      idempotent.StatusCompleted,
+		ExpiresAt:   time.Unix(1_700_003_600, 0),
+		Lease:       "lease-other",
+		Fingerprint: "fp",
+		Data:        []byte("p{}"),
+		Version:     1,
+	}
+}
+
+func inProgressItem(lease string, leaseEndMs int64) map[string]types.AttributeValue {
+	item := storedItem()
+	item["status"] = &types.AttributeValueMemberS{Value: "INPROGRESS"}
+	item["lease"] = &types.AttributeValueMemberS{Value: lease}
+	item["in_progress_expiration"] = &types.AttributeValueMemberN{Value: itoa(leaseEndMs)}
+	delete(item, "data")
+	return item
+}
+
+func TestNewDefaults(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "")
+	got := dynamostore.New(&fakeClient{t: t}, testTable).Options()
+	assert.Equal(t, dynamostore.Options{
+		KeyAttr:                  "id",
+		StaticPartitionKey:       "idempotency#idemkit",
+		StatusAttr:               "status",
+		ExpirationAttr:           "expiration",
+		InProgressExpirationAttr: "in_progress_expiration",
+		LeaseAttr:                "lease",
+		ValidationAttr:           "validation",
+		DataAttr:                 "data",
+		VersionAttr:              "version",
+		MaxItemBytes:             409600,
+	}, got)
+
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "payments")
+	got = dynamostore.New(&fakeClient{t: t}, testTable).Options()
+	assert.Equal(t, "idempotency#payments", got.StaticPartitionKey)
+}
+
+func TestNewOptions(t *testing.T) {
+	t.Parallel()
+	got := dynamostore.New(&fakeClient{t: t}, testTable,
+		func(o *dynamostore.Options) { o.StatusAttr = "st"; o.MaxItemBytes = 1000 },
+		func(o *dynamostore.Options) { o.DataAttr = ""; o.MaxItemBytes = -1 }, // cleared: back to the default
+		composed,
+	).Options()
+	assert.Equal(t, "st", got.StatusAttr)
+	assert.Equal(t, "data", got.DataAttr)
+	assert.Equal(t, dynamostore.DefaultMaxItemBytes, got.MaxItemBytes)
+	assert.Equal(t, "pk", got.KeyAttr)
+	assert.Equal(t, "sk", got.SortKeyAttr)
+	assert.Equal(t, "idempotency#orders", got.StaticPartitionKey)
+}
+
+func TestNewPanics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		client dynamostore.Client
+		table  string
+		opt    func(*dynamostore.Options)
+		want   string
+	}{
+		{"nil client", nil, testTable, nil, "dynamostore: New: nil client"},
+		{"empty table", &fakeClient{t: t}, "", nil, "dynamostore: New: empty table name"},
+		{"duplicate attribute", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.LeaseAttr = "status" },
+			`dynamostore: New: attribute name "status" is used twice`},
+		{"sort key named as the partition key", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.SortKeyAttr = "id" },
+			`dynamostore: New: attribute name "id" is used twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []func(*dynamostore.Options)
+			if tt.opt != nil {
+				opts = append(opts, tt.opt)
+			}
+			assert.PanicsWithValue(t, tt.want, func() { dynamostore.New(tt.client, tt.table, opts...) })
+		})
+	}
+}
+
+func TestClaimRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		opts     []func(*dynamostore.Options)
+		rec      func(*idempotent.Record)
+		wantItem map[string]string
+		wantCond string
+	}{
+		{
+			name: "default layout",
+			wantItem: map[string]string{
+				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
+				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
+				"validation": "S(fp)", "version": "N(1)",
+			},
+			wantCond: "(attribute_not_exists (id)) OR (expiration < N(1700000000)) OR " +
+				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+		},
+		{
+			name: "no fingerprint, with data",
+			rec:  func(r *idempotent.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
+			wantItem: map[string]string{
+				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
+				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
+				"data": "B(x)", "version": "N(1)",
+			},
+			wantCond: "(attribute_not_exists (id)) OR (expiration < N(1700000000)) OR " +
+				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+		},
+		{
+			name: "composite key",
+			opts: []func(*dynamostore.Options){composed},
+			wantItem: map[string]string{
+				"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")", "status": "S(INPROGRESS)",
+				"expiration": "N(1700003600)", "in_progress_expiration": "N(1700000001500)",
+				"lease": "S(" + ourLease + ")", "validation": "S(fp)", "version": "N(1)",
+			},
+			wantCond: "(attribute_not_exists (pk)) OR (expiration < N(1700000000)) OR " +
+				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+		},
+		{
+			name: "custom names, dots are not paths",
+			opts: []func(*dynamostore.Options){func(o *dynamostore.Options) {
+				o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr = "k.ey", "s", "ttl", "lease.end"
+				o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr = "l", "v", "d", "fmt"
+			}},
+			wantItem: map[string]string{
+				"k.ey": "S(" + testID + ")", "s": "S(INPROGRESS)", "ttl": "N(1700003600)",
+				"lease.end": "N(1700000001500)", "l": "S(" + ourLease + ")", "v": "S(fp)", "fmt": "N(1)",
+			},
+			wantCond: "(attribute_not_exists (k.ey)) OR (ttl < N(1700000000)) OR " +
+				"((s = S(INPROGRESS)) AND (lease.end < N(1700000000000)))",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got *dynamodb.PutItemInput
+			fc := &fakeClient{t: t, putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+				got = in
+				return &dynamodb.PutItemOutput{}, nil
+			}}
+			rec := newRecord()
+			if tt.rec != nil {
+				tt.rec(&rec)
+			}
+			res, err := dynamostore.New(fc, testTable, tt.opts...).Claim(t.Context(), rec, t0)
+			require.NoError(t, err)
+			assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+			require.NotNil(t, got)
+			assert.Equal(t, testTable, *got.TableName)
+			assert.Equal(t, types.ReturnValueAllOld, got.ReturnValues)
+			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
+			assert.Equal(t, tt.wantItem, showItem(got.Item))
+			assert.Equal(t, tt.wantCond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
+			assert.Len(t, got.ExpressionAttributeValues, 3, "every value is used")
+			assert.Len(t, got.ExpressionAttributeNames, 4, "every name is used")
+			assert.Equal(t, []string{"PutItem"}, fc.Calls())
+		})
+	}
+}
+
+func showItem(item map[string]types.AttributeValue) map[string]string {
+	out := make(map[string]string, len(item))
+	for k, v := range item {
+		out[k] = show(v)
+	}
+	return out
+}
+
+func TestClaimOutcomes(t *testing.T) {
+	t.Parallel()
+	put := func(out *dynamodb.PutItemOutput, err error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return out, err }
+	}
+	// puts answers successive PutItem calls in turn.
+	puts := func(answers ...error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		i := 0
+		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+			err := answers[i]
+			i++
+			return &dynamodb.PutItemOutput{}, err
+		}
+	}
+	get := func(item map[string]types.AttributeValue, err error) func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+		return func(in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+			if in.ConsistentRead == nil || !*in.ConsistentRead {
+				return nil, errors.New("fallback read is not consistent")
+			}
+			if got := showItem(in.Key); len(got) != 1 || got["id"] != "S("+testID+")" {
+				return nil, errors.New("fallback read of the wrong key")
+			}
+			return &dynamodb.GetItemOutput{Item: item}, err
+		}
+	}
+	stored := storedRecord()
+	unknown := storedRecord()
+	unknown.Status = "PENDING"
+	noVersion := storedRecord()
+	noVersion.Version = 0
+
+	tests := []struct {
+		name      string
+		put       func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+		get       func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
+		want      idempotent.ClaimResult
+		wantErr   []error // errors.Is targets
+		wantMsg   string
+		wantCalls []string
+	}{
+		{
+			name: "new key", put: put(&dynamodb.PutItemOutput{}, nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "takeover of a lapsed lease",
+			put:  put(&dynamodb.PutItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
+			want: idempotent.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "expired completed record is not a takeover",
+			put:  put(&dynamodb.PutItemOutput{Attributes: storedItem()}, nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "replaced corrupt record is not an error",
+			put: put(&dynamodb.PutItemOutput{Attributes: map[string]types.AttributeValue{
+				"id": &types.AttributeValueMemberS{Value: testID}, "status": &types.AttributeValueMemberN{Value: "1"},
+			}}, nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "duplicate of a completed record",
+			put:  put(nil, ccf(storedItem())),
+			want: idempotent.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "lost response: the refusing item carries our lease",
+			put:  put(nil, ccf(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()))),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "unknown status passes through",
+			put: put(nil, ccf(func() map[string]types.AttributeValue {
+				item := storedItem()
+				item["status"] = &types.AttributeValueMemberS{Value: "PENDING"}
+				return item
+			}())),
+			want: idempotent.ClaimResult{Existing: &unknown}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "no version decodes as version 0",
+			put: put(nil, ccf(func() map[string]types.AttributeValue {
+				item := storedItem()
+				delete(item, "version")
+				return item
+			}())),
+			want: idempotent.ClaimResult{Existing: &noVersion}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "no item returned: one consistent read",
+			put:  put(nil, ccf(nil)), get: get(storedItem(), nil),
+			want: idempotent.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem", "GetItem"},
+		},
+		{
+			name: "no item returned, the read finds our lease",
+			put:  put(nil, ccf(nil)), get: get(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()), nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem"},
+		},
+		{
+			name: "no item returned, deleted before the read: claim again",
+			put:  puts(ccf(nil), nil), get: get(nil, nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+		},
+		{
+			name: "no item returned, the read finds a claimable record: claim again",
+			put:  puts(ccf(nil), nil), get: get(inProgressItem("lease-other", t0.UnixMilli()-1), nil),
+			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+		},
+		{
+			name: "refused twice without a record",
+			put:  puts(ccf(nil), ccf(nil)), get: get(nil, nil),
+			wantMsg:   "dynamostore: claim: refused twice, but no live record was found",
+			wantCalls: []string{"PutItem", "GetItem", "PutItem", "GetItem"},
+		},
+		{
+			name: "fallback read fails",
+			put:  put(nil, ccf(nil)), get: get(nil, errBoom),
+			wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: read the refusing record: boom",
+			wantCalls: []string{"PutItem", "GetItem"},
+		},
+		{
+			name: "store error",
+			put:  put(nil, errBoom), wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: boom",
+			wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "corrupt refusing record",
+			put: put(nil, ccf(func() map[string]types.AttributeValue {
+				item := storedItem()
+				item["status"] = &types.AttributeValueMemberN{Value: "1"}
+				return item
+			}())),
+			wantErr:   []error{idempotent.ErrCorruptRecord},
+			wantMsg:   `dynamostore: claim: idempotent: corrupt or foreign record: attribute "status" is N, want S`,
+			wantCalls: []string{"PutItem"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{t: t, putItem: tt.put, getItem: tt.get}
+			got, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
+			if tt.wantMsg != "" {
+				require.EqualError(t, err, tt.wantMsg)
+				for _, target := range tt.wantErr {
+					assert.ErrorIs(t, err, target)
+				}
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+			}
+			assert.Equal(t, tt.wantCalls, fc.Calls())
+		})
+	}
+}
+
+func TestClaimStoreErrorKeepsSDKError(t *testing.T) {
+	t.Parallel()
+	throttled := &types.ProvisionedThroughputExceededException{Message: ptr("slow down")}
+	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		return nil, throttled
+	}}
+	_, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
+	var target *types.ProvisionedThroughputExceededException
+	require.ErrorAs(t, err, &target)
+	assert.True(t, strings.HasPrefix(err.Error(), "dynamostore: claim: "), err.Error())
+}
+
+func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
+	var nilS *types.AttributeValueMemberS
+	tests := []struct {
+		name   string
+		opts   []func(*dynamostore.Options)
+		change func(map[string]types.AttributeValue)
+		want   string // after "attribute "
+	}{
+		{"missing id", nil, func(m map[string]types.AttributeValue) { delete(m, "id") }, `"id" is missing`},
+		{"missing status", nil, func(m map[string]types.AttributeValue) { delete(m, "status") }, `"status" is missing`},
+		{"missing expiration", nil, func(m map[string]types.AttributeValue) { delete(m, "expiration") }, `"expiration" is missing`},
+		{"missing lease", nil, func(m map[string]types.AttributeValue) { delete(m, "lease") }, `"lease" is missing`},
+		{"id as N", nil, func(m map[string]types.AttributeValue) { m["id"] = &types.AttributeValueMemberN{Value: "1"} }, `"id" is N, want S`},
+		{"status as N", nil, func(m map[string]types.AttributeValue) { m["status"] = &types.AttributeValueMemberN{Value: "1"} }, `"status" is N, want S`},
+		{"status as NULL", nil, func(m map[string]types.AttributeValue) { m["status"] = &types.AttributeValueMemberNULL{Value: true} }, `"status" is NULL, want S`},
+		{"status nil", nil, func(m map[string]types.AttributeValue) { m["status"] = nil }, `"status" is empty, want S`},
+		{"status typed nil", nil, func(m map[string]types.AttributeValue) { m["status"] = nilS }, `"status" is a nil S, want S`},
+		{"expiration as S", nil, func(m map[string]types.AttributeValue) { m["expiration"] = &types.AttributeValueMemberS{Value: "1"} }, `"expiration" is S, want N`},
+		{"expiration not a number", nil, func(m map[string]types.AttributeValue) { m["expiration"] = &types.AttributeValueMemberN{Value: "soon"} },
+			`"expiration" holds "soon", want an integer of 64 bits`},
+		{"expiration fractional", nil, func(m map[string]types.AttributeValue) { m["expiration"] = &types.AttributeValueMemberN{Value: "1.5"} },
+			`"expiration" holds "1.5", want an integer of 64 bits`},
+		{"expiration out of range", nil, func(m map[string]types.AttributeValue) {
+			m["expiration"] = &types.AttributeValueMemberN{Value: "99999999999999999999"}
+		}, `"expiration" holds "99999999999999999999", want an integer of 64 bits`},
+		{"lease expiration as S", nil, func(m map[string]types.AttributeValue) {
+			m["in_progress_expiration"] = &types.AttributeValueMemberS{Value: "1"}
+		}, `"in_progress_expiration" is S, want N`},
+		{"lease expiration not a number", nil, func(m map[string]types.AttributeValue) {
+			m["in_progress_expiration"] = &types.AttributeValueMemberN{Value: "x"}
+		}, `"in_progress_expiration" holds "x", want an integer of 64 bits`},
+		{"lease as B", nil, func(m map[string]types.AttributeValue) { m["lease"] = &types.AttributeValueMemberB{Value: []byte("l")} }, `"lease" is B, want S`},
+		{"validation as N", nil, func(m map[string]types.AttributeValue) { m["validation"] = &types.AttributeValueMemberN{Value: "1"} }, `"validation" is N, want S`},
+		{"data as S", nil, func(m map[string]types.AttributeValue) { m["data"] = &types.AttributeValueMemberS{Value: "p{}"} }, `"data" is S, want B`},
+		{"data as BOOL", nil, func(m map[string]types.AttributeValue) { m["data"] = &types.AttributeValueMemberBOOL{Value: true} }, `"data" is BOOL, want B`},
+		{"version as S", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberS{Value: "1"} }, `"version" is S, want N`},
+		{"version fractional", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberN{Value: "1.0"} },
+			`"version" holds "1.0", want an integer of 64 bits`},
+		{"version as a list", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberL{} }, `"version" is L, want N`},
+		{"composite: missing sort key", []func(*dynamostore.Options){composed}, func(m map[string]types.AttributeValue) {
+			m["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
+			delete(m, "id")
+		}, `"sk" is missing`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			item := storedItem()
+			tt.change(item)
+			fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+				return nil, ccf(item)
+			}}
+			var res idempotent.ClaimResult
+			var err error
+			require.NotPanics(t, func() {
+				res, err = dynamostore.New(fc, testTable, tt.opts...).Claim(t.Context(), newRecord(), t0)
+			})
+			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
+			assert.Equal(t, "dynamostore: claim: idempotent: corrupt or foreign record: attribute "+tt.want, err.Error())
+			assert.Equal(t, idempotent.ClaimResult{}, res)
+		})
+	}
+}
+
+func TestDecodeComposite(t *testing.T) {
+	t.Parallel()
+	item := inProgressItem("lease-other", t0.Add(time.Minute).UnixMilli())
+	item["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
+	item["sk"] = item["id"]
+	delete(item, "id")
+	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return nil, ccf(item) }}
+	res, err := dynamostore.New(fc, testTable, composed).Claim(t.Context(), newRecord(), t0)
+	require.NoError(t, err)
+	require.NotNil(t, res.Existing)
+	assert.Equal(t, idempotent.Record{
+		ID:             testID,
+		Status:         idempotent.StatusInProgress,
+		ExpiresAt:      time.Unix(1_700_003_600, 0),
+		LeaseExpiresAt: time.UnixMilli(t0.Add(time.Minute).UnixMilli()),
+		Lease:          "lease-other",
+		Fingerprint:    "fp",
+		Version:        1,
+	}, *res.Existing)
+}
+
+// completedRecord is newRecord completed with data.
+func completedRecord(data []byte) idempotent.Record {
+	r := newRecord()
+	r.Status = idempotent.StatusCompleted
+	r.LeaseExpiresAt = time.Time{}
+	r.ExpiresAt = t0.Add(2 * time.Hour)
+	r.Data = data
+	return r
+}
+
+func TestCompleteRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		opts       []func(*dynamostore.Options)
+		data       []byte
+		wantKey    map[string]string
+		wantUpdate string
+	}{
+		{
+			name: "default layout", data: []byte("p{}"),
+			wantKey:    map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "REMOVE in_progress_expiration SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+		},
+		{
+			name: "composite key", data: []byte("p{}"), opts: []func(*dynamostore.Options){composed},
+			wantKey:    map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
+			wantUpdate: "REMOVE in_progress_expiration SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+		},
+		{
+			name:       "no data",
+			wantKey:    map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "REMOVE in_progress_expiration, data SET status = S(COMPLETED), expiration = N(1700007200)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got *dynamodb.UpdateItemInput
+			fc := &fakeClient{t: t, updateItem: func(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+				got = in
+				return &dynamodb.UpdateItemOutput{}, nil
+			}}
+			require.NoError(t, dynamostore.New(fc, testTable, tt.opts...).Complete(t.Context(), completedRecord(tt.data)))
+			require.NotNil(t, got)
+			assert.Equal(t, testTable, *got.TableName)
+			assert.Equal(t, tt.wantKey, showItem(got.Key))
+			assert.Equal(t, tt.wantUpdate, oneLine(resolve(t, got.UpdateExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)))
+			assert.Equal(t, "lease = S("+ourLease+")", resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues),
+				"fenced by the lease alone, so a retried completion succeeds")
+			assert.Empty(t, got.ReturnValues)
+			for p := range got.ExpressionAttributeValues {
+				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused value")
+			}
+			for p := range got.ExpressionAttributeNames {
+				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused name")
+			}
+		})
+	}
+}
+
+func TestCompleteErrors(t *testing.T) {
+	t.Parallel()
+	tooLarge := &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size to update has exceeded the maximum allowed size"}
+	otherValidation := &smithy.GenericAPIError{Code: "ValidationException", Message: "One or more parameter values were invalid"}
+	tests := []struct {
+		name    string
+		err     error
+		wantErr []error
+		wantMsg string
+	}{
+		{"fenced out", ccf(nil), []error{idempotent.ErrLeaseLost},
+			"dynamostore: complete: idempotent: lease lost to another invocation (the record is gone or has another lease)"},
+		{"refused by DynamoDB as too large", tooLarge, []error{idempotent.ErrTooLarge, tooLarge},
+			"dynamostore: complete: idempotent: record too large for the store: api error ValidationException: Item size to update has exceeded the maximum allowed size"},
+		{"other validation error", otherValidation, []error{otherValidation},
+			"dynamostore: complete: api error ValidationException: One or more parameter values were invalid"},
+		{"store error", errBoom, []error{errBoom}, "dynamostore: complete: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, tt.err }}
+			err := dynamostore.New(fc, testTable).Complete(t.Context(), completedRecord([]byte("p{}")))
+			require.EqualError(t, err, tt.wantMsg)
+			for _, target := range tt.wantErr {
+				assert.ErrorIs(t, err, target)
+			}
+			if !slices.Contains(tt.wantErr, idempotent.ErrTooLarge) {
+				assert.NotErrorIs(t, err, idempotent.ErrTooLarge)
+			}
+		})
+	}
+}
+
+func TestCompleteItemSizeLimit(t *testing.T) {
+	t.Parallel()
+	rec := completedRecord([]byte("p0123456789"))
+	// DynamoDB's rules: names + values; numbers take significant digits / 2 + 1.
+	size := func(o dynamostore.Options) int {
+		n := len(o.StatusAttr) + len("COMPLETED") +
+			len(o.ExpirationAttr) + 5 + // 1700007200: 8 significant digits → 4 + 1
+			len(o.LeaseAttr) + len(ourLease) +
+			len(o.ValidationAttr) + len("fp") +
+			len(o.DataAttr) + len(rec.Data) +
+			len(o.VersionAttr) + 2 // 1 → 1 + 1
+		if o.SortKeyAttr != "" {
+			return n + len(o.KeyAttr) + len(o.StaticPartitionKey) + len(o.SortKeyAttr) + len(testID)
+		}
+		return n + len(o.KeyAttr) + len(testID)
+	}
+	for _, layout := range []struct {
+		name string
+		opts []func(*dynamostore.Options)
+	}{{"default layout", nil}, {"composite key", []func(*dynamostore.Options){composed}}} {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			exact := size(dynamostore.New(&fakeClient{t: t}, testTable, layout.opts...).Options())
+			for _, limit := range []int{exact, exact - 1} {
+				fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+					return &dynamodb.UpdateItemOutput{}, nil
+				}}
+				opts := slices.Concat(layout.opts, []func(*dynamostore.Options){func(o *dynamostore.Options) { o.MaxItemBytes = limit }})
+				err := dynamostore.New(fc, testTable, opts...).Complete(t.Context(), rec)
+				if limit == exact {
+					require.NoError(t, err, "an item of exactly MaxItemBytes fits")
+					assert.Equal(t, []string{"UpdateItem"}, fc.Calls())
+					continue
+				}
+				require.ErrorIs(t, err, idempotent.ErrTooLarge)
+				assert.Equal(t, "dynamostore: complete: idempotent: record too large for the store: the item would be "+
+					itoa(int64(exact))+" bytes (limit "+itoa(int64(limit))+")", err.Error())
+				assert.Empty(t, fc.Calls(), "refused without calling DynamoDB")
+			}
+		})
+	}
+}
+
+func TestCompleteDefaultLimitIs400KB(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClient{t: t}
+	err := dynamostore.New(fc, testTable).Complete(t.Context(), completedRecord(bytes.Repeat([]byte{'x'}, 400<<10)))
+	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	assert.Empty(t, fc.Calls())
+}
+
+func TestNumberSize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int64
+		want int
+	}{
+		{0, 1}, {1, 2}, {10, 2}, {12, 2}, {123, 3}, {1000, 2}, {1_700_000_000, 2},
+		{1_700_003_600, 5}, {1_700_000_001_500, 7}, {-1, 3}, {-9_223_372_036_854_775_808, 12},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, dynamostore.NumberSize(tt.n), "%d", tt.n)
+	}
+}
+
+func TestReleaseRequest(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []struct {
+		name    string
+		opts    []func(*dynamostore.Options)
+		wantKey map[string]string
+		cond    string
+	}{
+		{"default layout", nil, map[string]string{"id": "S(" + testID + ")"}, "(attribute_not_exists (id)) OR (lease = S(" + ourLease + "))"},
+		{"composite key", []func(*dynamostore.Options){composed}, map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
+			"(attribute_not_exists (pk)) OR (lease = S(" + ourLease + "))"},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			var got *dynamodb.DeleteItemInput
+			fc := &fakeClient{t: t, deleteItem: func(in *dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
+				got = in
+				return &dynamodb.DeleteItemOutput{}, nil
+			}}
+			require.NoError(t, dynamostore.New(fc, testTable, layout.opts...).Release(t.Context(), testID, ourLease))
+			require.NotNil(t, got)
+			assert.Equal(t, testTable, *got.TableName)
+			assert.Equal(t, layout.wantKey, showItem(got.Key))
+			assert.Equal(t, layout.cond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
+			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
+			assert.Len(t, got.ExpressionAttributeNames, 2)
+			assert.Len(t, got.ExpressionAttributeValues, 1)
+		})
+	}
+}
+
+func TestReleaseOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		err     error
+		wantErr []error
+		wantMsg string
+	}{
+		// DynamoDB deletes nothing and reports success for a missing item:
+		// the condition admits it.
+		{name: "released, or already gone"},
+		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), []error{idempotent.ErrLeaseLost},
+			"dynamostore: release: idempotent: lease lost to another invocation (the record is INPROGRESS under another lease)"},
+		{"another lease holds it, no item returned", ccf(nil), []error{idempotent.ErrLeaseLost},
+			"dynamostore: release: idempotent: lease lost to another invocation"},
+		{"store error", errBoom, []error{errBoom}, "dynamostore: release: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc := &fakeClient{t: t, deleteItem: func(*dynamodb.DeleteItemInput) (*dynamodb.DeleteItemOutput, error) {
+				return &dynamodb.DeleteItemOutput{}, tt.err
+			}}
+			err := dynamostore.New(fc, testTable).Release(t.Context(), testID, ourLease)
+			if tt.wantMsg == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tt.wantMsg)
+			for _, target := range tt.wantErr {
+				assert.ErrorIs(t, err, target)
+			}
+			assert.Equal(t, []string{"DeleteItem"}, fc.Calls())
+		})
+	}
+}
