@@ -1,0 +1,43 @@
+package redisstore
+
+import "github.com/idemkit/idemkit/idempotent"
+
+// DefaultKeyPrefix is the default Options.KeyPrefix.
+const DefaultKeyPrefix = "idemkit:"
+
+// DefaultMaxItemBytes is the default Options.MaxItemBytes: 400 KB, DynamoDB's
+// item size limit, which the memory store enforces too, so a handler meets the
+// same limit whichever store it runs on.
+const DefaultMaxItemBytes = idempotent.DefaultMaxItemBytes
+
+// Options configures a Store. New sets the defaults documented on each field
+// and then applies its option functions, as the AWS SDK's constructors do.
+type Options struct {
+	// KeyPrefix is prepended to a record's ID to form its Redis key, so the
+	// records can share a database with other data and are easy to find
+	// (SCAN MATCH idemkit:*). Default DefaultKeyPrefix; an option function
+	// may set "" for no prefix.
+	KeyPrefix string
+
+	// MaxItemBytes is the largest record Complete writes, counted as the
+	// length of the key plus the lengths of every field name and value of the
+	// completed hash; a larger one yields an error wrapping
+	// idempotent.ErrTooLarge, and nothing is written. Zero or less means
+	// DefaultMaxItemBytes.
+	MaxItemBytes int
+}
+
+// defaultOptions returns the options New starts from.
+func defaultOptions() Options {
+	return Options{
+		KeyPrefix:    DefaultKeyPrefix,
+		MaxItemBytes: DefaultMaxItemBytes,
+	}
+}
+
+// normalize puts back the defaults of out-of-range values.
+func (o *Options) normalize() {
+	if o.MaxItemBytes <= 0 {
+		o.MaxItemBytes = DefaultMaxItemBytes
+	}
+}

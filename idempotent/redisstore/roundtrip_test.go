@@ -1,0 +1,137 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/redisstore"
+)
+
+// counter is a go-redis hook that records every command the client sends, and
+// counts the writes to the network, each of which is one request (and one
+// round trip: the client waits for the reply before its next command).
+type counter struct {
+	mu     sync.Mutex
+	cmds   []string
+	writes int
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: conn, c: c}, nil
+	}
+}
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		c.cmds = append(c.cmds, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		c.cmds = append(c.cmds, "pipeline")
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// take returns the commands and network writes since the last take.
+func (c *counter) take() ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cmds, writes := c.cmds, c.writes
+	c.cmds, c.writes = nil, 0
+	return cmds, writes
+}
+
+type countingConn struct {
+	net.Conn
+	c *counter
+}
+
+func (cc *countingConn) Write(p []byte) (int, error) {
+	cc.c.mu.Lock()
+	cc.c.writes++
+	cc.c.mu.Unlock()
+	return cc.Conn.Write(p)
+}
+
+// TestRoundTrips measures the steady state (scripts cached by the server):
+// every Store call is one EVALSHA, one round trip, whatever its outcome.
+func TestRoundTrips(t *testing.T) {
+	t.Parallel()
+	hook := &counter{}
+	// One connection, opened by the warm-up below, so connection set-up
+	// (HELLO, CLIENT SETINFO) is not counted against the store.
+	opts := redisOptions(t)
+	opts.PoolSize = 1
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	client.AddHook(hook) // before the first dial, so the connection is counted
+	prefix := testPrefix(t, client)
+	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
+	ctx := ctxT(t)
+	require.NoError(t, client.Ping(ctx).Err())
+	require.NoError(t, store.LoadScripts(ctx))
+	hook.take()
+
+	now := time.Now()
+	rec := liveRecord(now)
+	rival := rec
+	rival.Lease = randomHex(16)
+	other := liveRecord(now)
+	lapsed := other
+	lapsed.Lease = randomHex(16)
+	lapsed.LeaseExpiresAt = now.Add(time.Hour)
+	steps := []struct {
+		name string
+		call func() error
+	}{
+		{"claim (new key)", func() error { _, err := store.Claim(ctx, rec, now); return err }},
+		{"claim (retried, own lease)", func() error { _, err := store.Claim(ctx, rec, now); return err }},
+		{"claim (refused, in progress)", func() error { _, err := store.Claim(ctx, rival, now); return err }},
+		{"complete", func() error { return store.Complete(ctx, completedRecord(rec, []byte("p"), now)) }},
+		{"complete (retried)", func() error { return store.Complete(ctx, completedRecord(rec, []byte("p"), now)) }},
+		{"claim (refused, replay)", func() error { _, err := store.Claim(ctx, rival, now); return err }},
+		{"complete (fenced)", func() error { return wantLeaseLost(store.Complete(ctx, completedRecord(rival, nil, now))) }},
+		{"claim (second key)", func() error { _, err := store.Claim(ctx, other, now); return err }},
+		{"claim (takeover)", func() error { _, err := store.Claim(ctx, lapsed, now.Add(2*time.Minute)); return err }},
+		{"release (fenced)", func() error { return wantLeaseLost(store.Release(ctx, other.ID, other.Lease)) }},
+		{"release", func() error { return store.Release(ctx, lapsed.ID, lapsed.Lease) }},
+		{"release (already gone)", func() error { return store.Release(ctx, lapsed.ID, lapsed.Lease) }},
+	}
+	for _, step := range steps {
+		require.NoError(t, step.call(), step.name)
+		cmds, writes := hook.take()
+		assert.Equal(t, []string{"evalsha"}, cmds, "%s: commands sent", step.name)
+		assert.Equal(t, 1, writes, "%s: requests written to the network", step.name)
+		t.Logf("%-28s %d round trip(s): %v", step.name, writes, cmds)
+	}
+}
+
+// wantLeaseLost turns the expected ErrLeaseLost into nil, and anything else into an error.
+func wantLeaseLost(err error) error {
+	if errors.Is(err, idempotent.ErrLeaseLost) {
+		return nil
+	}
+	return fmt.Errorf("error %v, want one wrapping idempotent.ErrLeaseLost", err)
+}

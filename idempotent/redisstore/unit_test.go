@@ -1,0 +1,384 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/redisstore"
+)
+
+// Unit tests: no server needed.
+
+// fakeScripter answers EVALSHA and EVAL with canned replies. Its function
+// fields are nil unless a test sets them; a nil one fails the test.
+type fakeScripter struct {
+	t       *testing.T
+	evalSha func(sha string, keys []string, args []any) (any, error)
+	eval    func(src string, keys []string, args []any) (any, error)
+	calls   []string
+}
+
+var _ redis.Scripter = (*fakeScripter)(nil)
+
+func reply(ctx context.Context, v any, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	if err != nil {
+		cmd.SetErr(err)
+	} else {
+		cmd.SetVal(v)
+	}
+	return cmd
+}
+
+func (f *fakeScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	f.calls = append(f.calls, "evalsha")
+	if f.evalSha == nil {
+		f.t.Fatalf("unexpected EVALSHA %v", keys)
+	}
+	v, err := f.evalSha(sha, keys, args)
+	return reply(ctx, v, err)
+}
+
+func (f *fakeScripter) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	f.calls = append(f.calls, "eval")
+	if f.eval == nil {
+		f.t.Fatalf("unexpected EVAL %v", keys)
+	}
+	v, err := f.eval(src, keys, args)
+	return reply(ctx, v, err)
+}
+
+func (f *fakeScripter) EvalRO(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	f.t.Fatal("unexpected EVAL_RO")
+	return nil
+}
+
+func (f *fakeScripter) EvalShaRO(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	f.t.Fatal("unexpected EVALSHA_RO")
+	return nil
+}
+
+func (f *fakeScripter) ScriptExists(ctx context.Context, _ ...string) *redis.BoolSliceCmd {
+	f.t.Fatal("unexpected SCRIPT EXISTS")
+	return nil
+}
+
+func (f *fakeScripter) ScriptLoad(ctx context.Context, _ string) *redis.StringCmd {
+	f.t.Fatal("unexpected SCRIPT LOAD")
+	return nil
+}
+
+// answer returns a fake whose EVALSHA always replies v.
+func answer(t *testing.T, v any) *fakeScripter {
+	return &fakeScripter{t: t, evalSha: func(string, []string, []any) (any, error) { return v, nil }}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	assert.PanicsWithValue(t, "redisstore: New: nil client", func() { redisstore.New(nil) })
+
+	got := redisstore.New(answer(t, nil)).Options()
+	assert.Equal(t, redisstore.Options{KeyPrefix: "idemkit:", MaxItemBytes: 400 << 10}, got)
+
+	got = redisstore.New(answer(t, nil), func(o *redisstore.Options) {
+		o.KeyPrefix = "svc:"
+		o.MaxItemBytes = -1
+	}).Options()
+	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: redisstore.DefaultMaxItemBytes}, got)
+}
+
+func TestDecodeHash(t *testing.T) {
+	t.Parallel()
+	full := []any{
+		"status", "COMPLETED", "expiration", "1700000000", "in_progress_expiration", "1700000000123",
+		"lease", "l1", "validation", "fp", "data", "p\x00\xff", "version", "1", "extra", "ignored",
+	}
+	rec, err := redisstore.DecodeHash("fn#id", full)
+	require.NoError(t, err)
+	assert.Equal(t, idempotent.Record{
+		ID:             "fn#id",
+		Status:         idempotent.StatusCompleted,
+		ExpiresAt:      time.Unix(1700000000, 0),
+		LeaseExpiresAt: time.UnixMilli(1700000000123),
+		Lease:          "l1",
+		Fingerprint:    "fp",
+		Data:           []byte("p\x00\xff"),
+		Version:        1,
+	}, rec)
+
+	minimal, err := redisstore.DecodeHash("fn#id", []any{"status", "INPROGRESS", "expiration", "-5", "lease", ""})
+	require.NoError(t, err)
+	assert.Equal(t, idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: time.Unix(-5, 0)}, minimal,
+		"optional fields absent: zero values (Version 0 is refused by the wrapper as foreign)")
+
+	base := func(kv ...any) []any {
+		fields := map[string]any{"status": "COMPLETED", "expiration": "1700000000", "lease": "l1", "version": "1"}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(fields, kv[i].(string))
+			} else {
+				fields[kv[i].(string)] = kv[i+1]
+			}
+		}
+		var flat []any
+		for k, v := range fields {
+			flat = append(flat, k, v)
+		}
+		return flat
+	}
+	for _, tc := range []struct {
+		name string
+		flat []any
+		want string // in the error message
+	}{
+		{"OddList", []any{"status"}, "field/value pairs"},
+		{"NonStringName", []any{int64(1), "x"}, "field name is a int64"},
+		{"NonStringValue", base("status", int64(3)), `field "status" is a int64`},
+		{"ArrayValue", base("lease", []any{}), `field "lease" is a []interface {}`},
+		{"MissingStatus", base("status", nil), `"status" is missing`},
+		{"MissingExpiration", base("expiration", nil), `"expiration" is missing`},
+		{"MissingLease", base("lease", nil), `"lease" is missing`},
+		{"EmptyExpiration", base("expiration", ""), `"expiration" is ""`},
+		{"SignOnlyExpiration", base("expiration", "-"), `"expiration" is "-"`},
+		{"PlusExpiration", base("expiration", "+1"), `"expiration" is "+1"`},
+		{"SpaceExpiration", base("expiration", " 1"), `"expiration" is " 1"`},
+		{"FloatExpiration", base("expiration", "1.5"), `"expiration" is "1.5"`},
+		{"OverflowExpiration", base("expiration", "9223372036854775808"), "out of range"},
+		{"HexLeaseEnd", base("in_progress_expiration", "0x10"), `"in_progress_expiration" is "0x10"`},
+		{"TextVersion", base("version", "v1"), `"version" is "v1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var (
+				rec idempotent.Record
+				err error
+			)
+			require.NotPanics(t, func() { rec, err = redisstore.DecodeHash("fn#id", tc.flat) })
+			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, idempotent.Record{}, rec)
+		})
+	}
+}
+
+func TestKeyExpiryMs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		expires time.Time
+		want    int64
+	}{
+		{"WholeSecond", time.Unix(1700000000, 0), 1700000001000},
+		{"FractionIgnored", time.Unix(1700000000, 999_999_999), 1700000001000},
+		{"Epoch", time.Unix(0, 0), 1000},
+		{"BeforeEpoch", time.Unix(-10, 0), 0},
+		{"ZeroTime", time.Time{}, 0},
+		{"FarFuture", time.Unix(math.MaxInt64/1000, 0), 1 << 53},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tc.want, redisstore.KeyExpiryMs(tc.expires))
+		})
+	}
+}
+
+func TestCompletedSize(t *testing.T) {
+	t.Parallel()
+	rec := idempotent.Record{
+		ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: time.Unix(1700000000, 0),
+		Lease: "lease", Fingerprint: "fp", Data: []byte("data!"), Version: 1,
+	}
+	want := len("idemkit:fn#id") + len("status") + len("COMPLETED") + len("expiration") + len("1700000000") +
+		len("lease") + len("lease") + len("validation") + len("fp") + len("data") + len("data!") + len("version") + len("1")
+	assert.Equal(t, want, redisstore.CompletedSize("idemkit:fn#id", &rec))
+	rec.Fingerprint, rec.Data = "", nil
+	want -= len("validation") + len("fp") + len("data") + len("data!")
+	assert.Equal(t, want, redisstore.CompletedSize("idemkit:fn#id", &rec))
+}
+
+func TestTooLargeMakesNoCall(t *testing.T) {
+	t.Parallel()
+	fake := &fakeScripter{t: t}
+	store := redisstore.New(fake, func(o *redisstore.Options) { o.MaxItemBytes = 1000 })
+	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: time.Now().Add(time.Hour),
+		Lease: "l", Data: bytes.Repeat([]byte{'x'}, 1000), Version: 1}
+	err := store.Complete(context.Background(), rec)
+	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	assert.Contains(t, err.Error(), "limit 1000")
+	assert.Empty(t, fake.calls)
+}
+
+// TestScriptArguments pins what each operation sends: the record's key as the
+// only KEYS entry, and the arguments the scripts expect.
+func TestScriptArguments(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1700000000123)
+	rec := idempotent.Record{
+		ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: time.Unix(1700003600, 0),
+		LeaseExpiresAt: time.UnixMilli(1700000090123), Lease: "l1", Fingerprint: "fp", Version: 1,
+	}
+	var gotKeys []string
+	var gotArgs []any
+	fake := &fakeScripter{t: t, evalSha: func(_ string, keys []string, args []any) (any, error) {
+		gotKeys, gotArgs = keys, args
+		return []any{"claimed", int64(0)}, nil
+	}}
+	store := redisstore.New(fake, func(o *redisstore.Options) { o.KeyPrefix = "p:" })
+
+	_, err := store.Claim(context.Background(), rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
+	assert.Equal(t, []any{"l1", "1700000000", "1700000000123", "1700003601000",
+		"status", "INPROGRESS", "expiration", "1700003600", "in_progress_expiration", "1700000090123",
+		"lease", "l1", "validation", "fp", "version", "1"}, gotArgs)
+
+	fake.evalSha = func(_ string, keys []string, args []any) (any, error) {
+		gotKeys, gotArgs = keys, args
+		return []any{"ok"}, nil
+	}
+	done := rec
+	done.Status, done.LeaseExpiresAt, done.Data = idempotent.StatusCompleted, time.Time{}, []byte("resp")
+	require.NoError(t, store.Complete(context.Background(), done))
+	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
+	assert.Equal(t, []any{"l1", "1700003601000", "COMPLETED", "1700003600", []byte("resp")}, gotArgs)
+
+	require.NoError(t, store.Release(context.Background(), "fn#id", "l1"))
+	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
+	assert.Equal(t, []any{"l1"}, gotArgs)
+}
+
+// TestUnexpectedReplies: a reply the store does not understand (another
+// script under the same SHA, a proxy that mangles replies) is an error,
+// never a panic and never a claim.
+func TestUnexpectedReplies(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	for _, tc := range []struct {
+		name  string
+		reply any
+	}{
+		{"Nil", nil},
+		{"String", "OK"},
+		{"Int", int64(1)},
+		{"Empty", []any{}},
+		{"UnknownTag", []any{"maybe"}},
+		{"NonStringTag", []any{int64(1), int64(0)}},
+		{"ClaimedWithoutFlag", []any{"claimed"}},
+		{"ClaimedWithStringFlag", []any{"claimed", "1"}},
+		{"RefusedWithoutRecord", []any{"refused"}},
+		{"RefusedWithString", []any{"refused", "status"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := redisstore.New(answer(t, tc.reply))
+			var (
+				res idempotent.ClaimResult
+				err error
+			)
+			require.NotPanics(t, func() { res, err = store.Claim(context.Background(), rec, now) })
+			require.Error(t, err)
+			assert.False(t, res.Claimed)
+			require.NotPanics(t, func() { err = store.Complete(context.Background(), rec) })
+			require.Error(t, err)
+			require.NotPanics(t, func() { err = store.Release(context.Background(), rec.ID, rec.Lease) })
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestReplies(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	ctx := context.Background()
+
+	res, err := redisstore.New(answer(t, []any{"claimed", int64(1)})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, idempotent.ClaimResult{Claimed: true, TookOver: true}, res)
+
+	res, err = redisstore.New(answer(t, []any{"own"})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+
+	_, err = redisstore.New(answer(t, []any{"past", int64(1700000000000)})).Claim(ctx, rec, now)
+	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
+	assert.Contains(t, err.Error(), "2023-11-14T22:13:20Z")
+
+	err = redisstore.New(answer(t, []any{"gone"})).Complete(ctx, rec)
+	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	err = redisstore.New(answer(t, []any{"lost"})).Complete(ctx, rec)
+	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	err = redisstore.New(answer(t, []any{"past", int64(1)})).Complete(ctx, rec)
+	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
+
+	require.NoError(t, redisstore.New(answer(t, []any{"gone"})).Release(ctx, rec.ID, rec.Lease))
+	err = redisstore.New(answer(t, []any{"lost", ""})).Release(ctx, rec.ID, rec.Lease)
+	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+}
+
+// serverError is an error reply from the server, as go-redis types them.
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+func (serverError) RedisError()     {}
+
+var _ redis.Error = serverError("")
+
+// TestFirstCallLoadsScript: a server without the script answers EVALSHA with
+// NOSCRIPT, and the same call is sent again as EVAL with the source, so a
+// cold call costs two round trips and every later one a single EVALSHA.
+func TestFirstCallLoadsScript(t *testing.T) {
+	t.Parallel()
+	loaded := false
+	var src string
+	fake := &fakeScripter{t: t}
+	fake.evalSha = func(string, []string, []any) (any, error) {
+		if !loaded {
+			return nil, serverError("NOSCRIPT No matching script. Please use EVAL.")
+		}
+		return []any{"ok"}, nil
+	}
+	fake.eval = func(s string, _ []string, _ []any) (any, error) {
+		loaded, src = true, s
+		return []any{"ok"}, nil
+	}
+	store := redisstore.New(fake)
+	require.NoError(t, store.Release(context.Background(), "fn#id", "l"))
+	assert.Equal(t, []string{"evalsha", "eval"}, fake.calls)
+	assert.Contains(t, src, "redis.call('DEL', key)")
+	fake.calls = nil
+	require.NoError(t, store.Release(context.Background(), "fn#id", "l"))
+	assert.Equal(t, []string{"evalsha"}, fake.calls)
+}
+
+func TestContextErrors(t *testing.T) {
+	t.Parallel()
+	fake := &fakeScripter{t: t}
+	store := redisstore.New(fake)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	now := time.Now()
+	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	_, err := store.Claim(ctx, rec, now)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, store.Complete(ctx, rec), context.Canceled)
+	require.ErrorIs(t, store.Release(ctx, rec.ID, rec.Lease), context.Canceled)
+	assert.Empty(t, fake.calls)
+
+	err = redisstore.New(&fakeScripter{t: t, evalSha: func(string, []string, []any) (any, error) {
+		return nil, errors.New("connection reset")
+	}}).Release(context.Background(), "fn#id", "l")
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "redisstore: release: connection reset"), err.Error())
+}
