@@ -277,24 +277,25 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget ti
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over.
 	hctx, cancel := context.WithTimeout(context.WithValue(ctx, invocationKey{}, inv), budget-reserve(budget))
-	out, err, recovered, stack, panicked := w.call(hctx, in)
+	out, p, err := w.call(hctx, in)
+	panicked := p != nil
 	cancel()
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
 
 	if panicked || err != nil {
 		ev.Outcome, ev.Err = OutcomeHandlerError, err
 		if panicked {
-			ev.Err = fmt.Errorf("idempotent: handler panicked: %v", recovered)
+			ev.Err = fmt.Errorf("idempotent: handler panicked: %v", p.value)
 			// The re-panic below starts a new stack; keep the original one.
 			w.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
-				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(recovered)), slog.String("stack", string(stack)))
+				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 		}
 		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
 			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
 		}
 		w.finish(ctx, start, ev)
 		if panicked {
-			panic(recovered)
+			panic(p.value)
 		}
 		return out, err
 	}
@@ -340,19 +341,25 @@ func outcomeOfFinish(err error) Outcome {
 	return OutcomeStoreError
 }
 
+// handlerPanic is a panic recovered from the handler, re-raised after the
+// record is released.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
 // call runs the handler, turning a panic into a value to re-panic with after
 // the record is released.
-func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, err error, recovered any, stack []byte, panicked bool) {
+func (w *wrapper[In, Out]) call(ctx context.Context, in In) (out Out, p *handlerPanic, err error) {
+	panicked := true
 	defer func() {
 		if panicked {
-			recovered = recover()
-			stack = debug.Stack()
+			p = &handlerPanic{value: recover(), stack: debug.Stack()}
 		}
 	}()
-	panicked = true
 	out, err = w.handler(ctx, in)
 	panicked = false
-	return out, err, nil, nil, false
+	return out, nil, err
 }
 
 // finishContext gives completion and release their own time: the invocation's
