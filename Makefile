@@ -12,6 +12,11 @@ GO_TEST_FLAGS ?= -race -count=1
 # AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL are set), and stops them afterwards.
 WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh
 
+# The main job: the sample functions on DynamoDB Local, driven with the events in events/ (no AWS, no Docker).
+.PHONY: demo
+demo:
+	scripts/with-dynamodb.sh go run ./cmd/demo
+
 .PHONY: test
 test: vet lint test-go test-infra
 

@@ -98,7 +98,7 @@ var (
 	idempotencyActions = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 	// The payments function appends one ledger item per payment.
 	paymentsActions = []string{"dynamodb:PutItem"}
-	// The orders function decrements stock with a conditional UpdateItem.
+	// The orders function reserves stock with an unconditional UpdateItem (ADD reserved :quantity), non-idempotent on purpose.
 	inventoryActions = []string{"dynamodb:UpdateItem"}
 	// Writing to its own log group: the group exists (CloudFormation creates
 	// it), so logs:CreateLogGroup is not granted.

@@ -1,0 +1,19 @@
+// Package e2e is the end-to-end suite of the sample functions: every sample
+// event in events/ sent to functions/payments and functions/orders, with
+// their answers and the tables they leave behind checked, plus concurrent
+// duplicates.
+//
+// The suite does not care how a function is reached. A [Target] bundles an
+// [Invoker] per function (raw event JSON in, raw response JSON out, the
+// contract of Lambda's Invoke API) and a [State] that reads the ledger and
+// the inventory. This package's tests run it in process, through
+// lambda.NewHandler(handler).Invoke (the code path of lambda.Start), against
+// in-memory fakes and against DynamoDB Local; a target for a deployed stack
+// (LocalStack or AWS) needs only an Invoker that calls the Lambda Invoke API
+// and a [DynamoState] with the stack's table names.
+//
+// Every run rewrites the sample events' idempotency keys, customer IDs,
+// order IDs and SKUs with a run-unique suffix (see [Personalize]), so runs
+// never meet each other's records: the suite works on tables shared with
+// earlier runs and in parallel.
+package e2e

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/functions/orders"
+	"github.com/idemkit/idemkit/functions/payments"
+)
+
+// MemoryTables stands in for the payments and inventory tables in process:
+// it implements payments.Ledger, orders.Inventory and State, understanding
+// exactly the writes the two functions make (a PutItem of a ledger item
+// conditioned on attribute_not_exists, an UpdateItem that ADDs one number).
+// The zero value is ready to use; it is safe for concurrent use.
+type MemoryTables struct {
+	// Delay, when positive, is how long every write takes, so duplicates
+	// sent at once meet while the first is still running.
+	Delay time.Duration
+	// Fail, when set, is called before every write with its operation name
+	// (PutItem or UpdateItem); a non-nil error fails the write, which then
+	// changes nothing.
+	Fail func(op string) error
+
+	mu        sync.Mutex
+	ledger    []payments.LedgerItem
+	inventory map[string]int64
+}
+
+var (
+	_ payments.Ledger  = (*MemoryTables)(nil)
+	_ orders.Inventory = (*MemoryTables)(nil)
+	_ State            = (*MemoryTables)(nil)
+)
+
+func (m *MemoryTables) before(ctx context.Context, op string) error {
+	if m.Delay > 0 {
+		t := time.NewTimer(m.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if m.Fail != nil {
+		return m.Fail(op)
+	}
+	return nil
+}
+
+// PutItem implements payments.Ledger.
+func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := m.before(ctx, "PutItem"); err != nil {
+		return nil, err
+	}
+	var item payments.LedgerItem
+	if err := attributevalue.UnmarshalMap(in.Item, &item); err != nil {
+		return nil, fmt.Errorf("e2e: ledger item: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, old := range m.ledger {
+		if old.PaymentID == item.PaymentID {
+			return nil, &types.ConditionalCheckFailedException{Message: new(string)}
+		}
+	}
+	m.ledger = append(m.ledger, item)
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// UpdateItem implements orders.Inventory.
+func (m *MemoryTables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := m.before(ctx, "UpdateItem"); err != nil {
+		return nil, err
+	}
+	sku, ok := in.Key["sku"].(*types.AttributeValueMemberS)
+	if !ok || in.UpdateExpression == nil || !strings.HasPrefix(*in.UpdateExpression, "ADD ") || len(in.ExpressionAttributeValues) != 1 {
+		return nil, fmt.Errorf("e2e: MemoryTables understands only the orders function's ADD update")
+	}
+	var n int64
+	for _, v := range in.ExpressionAttributeValues {
+		num, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return nil, fmt.Errorf("e2e: ADD of a %T", v)
+		}
+		var err error
+		if n, err = strconv.ParseInt(num.Value, 10, 64); err != nil {
+			return nil, fmt.Errorf("e2e: ADD %q: %w", num.Value, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inventory == nil {
+		m.inventory = make(map[string]int64)
+	}
+	m.inventory[sku.Value] += n
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// Ledger implements State.
+func (m *MemoryTables) Ledger(context.Context) ([]payments.LedgerItem, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]payments.LedgerItem(nil), m.ledger...), nil
+}
+
+// Inventory implements State.
+func (m *MemoryTables) Inventory(context.Context) ([]orders.InventoryItem, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]orders.InventoryItem, 0, len(m.inventory))
+	for sku, n := range m.inventory {
+		out = append(out, orders.InventoryItem{SKU: sku, Reserved: n})
+	}
+	return out, nil
+}

@@ -1,0 +1,158 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+)
+
+const (
+	// Prefix is the idempotency key prefix of the orders function: fixed, so
+	// that renaming or redeploying the function keeps its records valid.
+	Prefix = "orders"
+	// Expiry is how long a processed order is remembered: one day, longer
+	// than a message can circulate between the queue and its dead-letter
+	// queue's redrive in normal operation.
+	Expiry = 24 * time.Hour
+	// Parallelism is how many orders of a batch are processed at once
+	// (messages with the same orderId never run at the same time).
+	Parallelism = 4
+	// MaxQuantity is the largest quantity one order may reserve.
+	MaxQuantity = 1000
+	// MaxIDLength bounds orderId and sku, in bytes.
+	MaxIDLength = 128
+)
+
+// Inventory is the DynamoDB call the function's side effect makes.
+// *dynamodb.Client satisfies it; tests pass fakes that fail or stall.
+type Inventory interface {
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ Inventory = (*dynamodb.Client)(nil)
+
+// Order is an SQS message body. Fields the function does not know are
+// ignored (a tolerant reader: producers may add fields), unlike the payments
+// API's strict body.
+type Order struct {
+	// OrderID is the idempotency key: an order reserves stock once, however
+	// often and under however many message IDs it is delivered.
+	OrderID string `json:"orderId"`
+	// SKU is the inventory item to reserve.
+	SKU string `json:"sku"`
+	// Quantity is how many to reserve: an integer from 1 to MaxQuantity.
+	Quantity int `json:"quantity"`
+}
+
+// Validate reports why an order cannot be processed; sqsbatch calls it after
+// decoding and reports the message as a batch item failure.
+func (o Order) Validate() error {
+	var errs []error
+	if err := checkID(o.OrderID); err != nil {
+		errs = append(errs, fmt.Errorf("orderId %w", err))
+	}
+	if err := checkID(o.SKU); err != nil {
+		errs = append(errs, fmt.Errorf("sku %w", err))
+	}
+	if o.Quantity < 1 || o.Quantity > MaxQuantity {
+		errs = append(errs, fmt.Errorf("quantity must be an integer from 1 to %d", MaxQuantity))
+	}
+	return errors.Join(errs...)
+}
+
+func checkID(s string) error {
+	switch {
+	case s == "":
+		return errors.New("is required")
+	case len(s) > MaxIDLength:
+		return fmt.Errorf("must be at most %d bytes long", MaxIDLength)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return errors.New("must not contain control characters")
+	}
+	return nil
+}
+
+// InventoryItem is an item of the inventory table (partition key sku).
+type InventoryItem struct {
+	// SKU is the partition key.
+	SKU string `json:"sku" dynamodbav:"sku"`
+	// Reserved is the total quantity reserved by processed orders.
+	Reserved int64 `json:"reserved" dynamodbav:"reserved"`
+}
+
+// New returns the orders Lambda handler: an SQS batch consumer, idempotent
+// per orderId with sqsbatch.Wrap over store, that reserves stock in the
+// inventory table through inventory and answers with a partial batch
+// response. opts are applied after the function's own (key orderId,
+// parallelism, prefix Prefix, expiry Expiry), so they can override them.
+func New(store idempotent.Store, inventory Inventory, table string, opts ...sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return newReserver(inventory, table).wrap(store, opts)
+}
+
+// reserver is the function's logic, before idempotency.
+type reserver struct {
+	inventory Inventory
+	table     string
+}
+
+func newReserver(inventory Inventory, table string) *reserver {
+	if inventory == nil {
+		panic("orders: New: nil inventory")
+	}
+	if table == "" {
+		panic("orders: New: empty table name")
+	}
+	return &reserver{inventory: inventory, table: table}
+}
+
+func (r *reserver) wrap(store idempotent.Store, opts []sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	all := append([]sqsbatch.Option{
+		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
+		sqsbatch.WithParallelism(Parallelism),
+		sqsbatch.WithIdempotentOptions(idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)),
+	}, opts...)
+	return sqsbatch.Wrap(store, r.reserve, all...)
+}
+
+// reserve adds the order's quantity to its SKU's reserved count: ADD is
+// deliberately not idempotent, so an order processed twice would show as a
+// double reservation. A failure makes the message a batch item failure and
+// releases its key, so SQS redelivers it and it runs again.
+func (r *reserver) reserve(ctx context.Context, o Order) error {
+	update, err := expression.NewBuilder().
+		WithUpdate(expression.Add(expression.Name("reserved"), expression.Value(o.Quantity))).
+		Build()
+	if err != nil {
+		return fmt.Errorf("orders: build update: %w", err)
+	}
+	_, err = r.inventory.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &r.table,
+		Key:                       map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: o.SKU}},
+		UpdateExpression:          update.Update(),
+		ExpressionAttributeNames:  update.Names(),
+		ExpressionAttributeValues: update.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("orders: reserve stock: %w", err)
+	}
+	msg, _ := sqsbatch.MessageFromContext(ctx)
+	inv, _ := idempotent.FromContext(ctx)
+	slog.InfoContext(ctx, "orders: reserved",
+		slog.String("message_id", msg.MessageId),
+		slog.String("sku", o.SKU),
+		slog.Int("quantity", o.Quantity),
+		slog.Bool("took_over", inv.TookOver))
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	samples "github.com/idemkit/idemkit/events"
+	"github.com/idemkit/idemkit/functions/internal/lambdatest"
+	"github.com/idemkit/idemkit/internal/localddb"
+)
+
+func TestMain(m *testing.M) {
+	lambdatest.RunMainIfChild(main)
+	os.Exit(m.Run())
+}
+
+// TestFailsFast: without its tables the function stops at start-up with one
+// JSON log line that names what is missing, before any invocation.
+func TestFailsFast(t *testing.T) {
+	t.Parallel()
+	p := lambdatest.Start(t, "IDEMPOTENCY_TABLE=", "PAYMENTS_TABLE=", "AWS_LAMBDA_RUNTIME_API=127.0.0.1:9")
+	code, err := p.Wait(30 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 1, code)
+	var line struct{ Level, Msg string }
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(p.Output())), &line), "one JSON line: %s", p.Output())
+	assert.Equal(t, "ERROR", line.Level)
+	assert.Contains(t, line.Msg, "IDEMPOTENCY_TABLE, PAYMENTS_TABLE")
+}
+
+// TestServes runs the built main package behind a fake Lambda Runtime API,
+// on DynamoDB Local: the function starts, answers, replays, and logs JSON.
+func TestServes(t *testing.T) {
+	t.Parallel()
+	client := localddb.TestClient(t)
+	tables := localddb.TestTables(t, client)
+	api := lambdatest.NewRuntimeAPI(t)
+	p := lambdatest.Start(t,
+		"AWS_LAMBDA_RUNTIME_API="+api.Address(),
+		"AWS_LAMBDA_FUNCTION_NAME=idemkit-payments-test",
+		"AWS_LAMBDA_LOG_LEVEL=DEBUG",
+		"IDEMPOTENCY_TABLE="+tables.Idempotency,
+		"PAYMENTS_TABLE="+tables.Payments)
+
+	event, err := samples.Read(samples.PaymentNew)
+	require.NoError(t, err)
+	var bodies []string
+	for i := range 2 {
+		res, err := api.Invoke(t.Context(), event, 10*time.Second)
+		require.NoError(t, err, "output: %s", p.Output())
+		require.False(t, res.Failed, "%s", res.Body)
+		var resp events.APIGatewayV2HTTPResponse
+		require.NoError(t, json.Unmarshal(res.Body, &resp))
+		require.Equal(t, 201, resp.StatusCode, resp.Body)
+		assert.Equal(t, i == 1, resp.Headers["Idempotent-Replayed"] == "true")
+		bodies = append(bodies, resp.Body)
+	}
+	assert.Equal(t, bodies[0], bodies[1])
+
+	// The logs reach us through a pipe, a moment after the answers.
+	require.Eventually(t, func() bool { return strings.Contains(p.Output(), `"outcome":"replayed"`) }, 10*time.Second, 10*time.Millisecond,
+		"the core's debug lines are logged at AWS_LAMBDA_LOG_LEVEL=DEBUG: %s", p.Output())
+	out := strings.TrimSpace(p.Output())
+	for _, line := range strings.Split(out, "\n") {
+		assert.True(t, json.Valid([]byte(line)), "a JSON log line: %s", line)
+	}
+	assert.Contains(t, out, `"msg":"payments: captured"`)
+}
