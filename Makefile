@@ -84,6 +84,15 @@ deploy-local: infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdklocal deploy $(CDK_FLAGS) --require-approval never \
 		-c httpApi=false -c lambdaArchitecture=$(HOST_GOARCH) --outputs-file cdk-outputs.local.json
 
+# The end-to-end suite (functions/e2e) against the stack deploy-local put on LocalStack: payments with repeated
+# keys, SQS batches with duplicates, then the ledger and inventory tables checked. `make test` runs the same
+# suite in process on DynamoDB Local, and once more through a fake Lambda Invoke API.
+.PHONY: test-local
+test-local:
+	IDEMKIT_STACK_OUTPUTS=$(CURDIR)/infra/cdk-outputs.local.json AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-http://127.0.0.1:4566} \
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+		go test -count=1 -run TestDeployed -v ./functions/e2e/
+
 # The stack tests (assertions.Template_FromStack); they start Node for jsii. The first compile of
 # aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds.
 test-infra:

@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/idemkit/idemkit/internal/localddb"
+)
+
+// StackOutputsEnv names the environment variable holding the path of the
+// outputs file `cdk deploy --outputs-file` wrote (make deploy-local writes
+// infra/cdk-outputs.local.json). When it is set, the suite runs against that
+// deployed stack.
+const StackOutputsEnv = "IDEMKIT_STACK_OUTPUTS"
+
+// LambdaInvoker invokes a deployed function through the Lambda Invoke API
+// (RequestResponse), as API Gateway and the SQS event source do. A function
+// error (an unhandled error or a crash) is returned as an error.
+func LambdaInvoker(client *awslambda.Client, functionName string) Invoker {
+	return func(ctx context.Context, event []byte) ([]byte, error) {
+		out, err := client.Invoke(ctx, &awslambda.InvokeInput{
+			FunctionName:   aws.String(functionName),
+			InvocationType: types.InvocationTypeRequestResponse,
+			Payload:        event,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("e2e: invoke %s: %w", functionName, err)
+		}
+		if out.FunctionError != nil {
+			return nil, fmt.Errorf("e2e: %s failed (%s): %s", functionName, *out.FunctionError, out.Payload)
+		}
+		return out.Payload, nil
+	}
+}
+
+// StackOutputs are the outputs of the Idemkit stack the suite needs.
+type StackOutputs struct {
+	PaymentsFunctionName string
+	OrdersFunctionName   string
+	IdempotencyTableName string
+	PaymentsTableName    string
+	InventoryTableName   string
+}
+
+// Tables returns the stack's table names.
+func (o StackOutputs) Tables() localddb.Tables {
+	return localddb.Tables{Idempotency: o.IdempotencyTableName, Payments: o.PaymentsTableName, Inventory: o.InventoryTableName}
+}
+
+// ReadStackOutputs reads the outputs of the stack named "Idemkit" from a file
+// written by `cdk deploy --outputs-file`, and checks that none is missing.
+func ReadStackOutputs(path string) (StackOutputs, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return StackOutputs{}, fmt.Errorf("e2e: stack outputs: %w", err)
+	}
+	var stacks map[string]StackOutputs
+	if err := json.Unmarshal(b, &stacks); err != nil {
+		return StackOutputs{}, fmt.Errorf("e2e: stack outputs %s: %w", path, err)
+	}
+	o, ok := stacks["Idemkit"]
+	if !ok {
+		return StackOutputs{}, fmt.Errorf("e2e: stack outputs %s: no stack named Idemkit", path)
+	}
+	for name, v := range map[string]string{
+		"PaymentsFunctionName": o.PaymentsFunctionName, "OrdersFunctionName": o.OrdersFunctionName,
+		"IdempotencyTableName": o.IdempotencyTableName, "PaymentsTableName": o.PaymentsTableName,
+		"InventoryTableName": o.InventoryTableName,
+	} {
+		if v == "" {
+			return StackOutputs{}, fmt.Errorf("e2e: stack outputs %s: %s is missing", path, name)
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,125 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/functions/e2e"
+	"github.com/idemkit/idemkit/functions/orders"
+	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// TestDeployed runs the suite against a deployed stack: LocalStack after
+// `make deploy-local` (make test-local), or AWS. It needs IDEMKIT_STACK_OUTPUTS
+// and the SDK's usual configuration (AWS_ENDPOINT_URL for LocalStack).
+func TestDeployed(t *testing.T) {
+	path := os.Getenv(e2e.StackOutputsEnv)
+	if path == "" {
+		t.Skip(e2e.StackOutputsEnv + " is not set: run make deploy-local && make test-local")
+	}
+	outputs, err := e2e.ReadStackOutputs(path)
+	require.NoError(t, err)
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	require.NoError(t, err)
+	lambdaClient := awslambda.NewFromConfig(cfg)
+	e2e.Run(t, e2e.Target{
+		Payments: e2e.LambdaInvoker(lambdaClient, outputs.PaymentsFunctionName),
+		Orders:   e2e.LambdaInvoker(lambdaClient, outputs.OrdersFunctionName),
+		State: e2e.DynamoState{
+			Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
+			Tables: outputs.Tables(),
+		},
+	})
+}
+
+// fakeLambda answers the Lambda Invoke API by running the sample functions in
+// process, so the deployed-stack driver is exercised on every run.
+func fakeLambda(t *testing.T, functions map[string]e2e.Invoker) *awslambda.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// POST /2015-03-31/functions/{name}/invocations
+		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/2015-03-31/functions/"), "/invocations")
+		invoke, ok := functions[name]
+		if !ok {
+			w.Header().Set("X-Amzn-Errortype", "ResourceNotFoundException")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = fmt.Fprintf(w, `{"Type":"User","message":"Function not found: %s"}`, name)
+			return
+		}
+		event, _ := io.ReadAll(r.Body)
+		out, err := invoke(r.Context(), event)
+		if err != nil {
+			w.Header().Set("X-Amz-Function-Error", "Unhandled")
+			out, _ = json.Marshal(map[string]string{"errorMessage": err.Error()})
+		}
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	return awslambda.New(awslambda.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.URL),
+		Credentials:  aws.AnonymousCredentials{},
+	})
+}
+
+func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
+	t.Parallel()
+	store := idempotent.NewMemoryStore()
+	tables := &e2e.MemoryTables{}
+	client := fakeLambda(t, map[string]e2e.Invoker{
+		"payments-fn": e2e.LocalInvoker(payments.New(store, tables, "payments"), e2e.PaymentsTimeout),
+		"orders-fn":   e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout),
+		"failing-fn":  func(context.Context, []byte) ([]byte, error) { return nil, fmt.Errorf("boom") },
+	})
+	e2e.Run(t, e2e.Target{
+		Payments: e2e.LambdaInvoker(client, "payments-fn"),
+		Orders:   e2e.LambdaInvoker(client, "orders-fn"),
+		State:    tables,
+	})
+	_, err := e2e.LambdaInvoker(client, "failing-fn")(context.Background(), []byte(`{}`))
+	assert.ErrorContains(t, err, "Unhandled")
+	_, err = e2e.LambdaInvoker(client, "missing-fn")(context.Background(), []byte(`{}`))
+	assert.ErrorContains(t, err, "missing-fn")
+}
+
+func TestReadStackOutputs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	good := write("good.json", `{"Idemkit":{"PaymentsFunctionName":"p","OrdersFunctionName":"o","IdempotencyTableName":"i","PaymentsTableName":"pt","InventoryTableName":"it","ApiUrl":"http://x"}}`)
+	o, err := e2e.ReadStackOutputs(good)
+	require.NoError(t, err)
+	assert.Equal(t, "i", o.Tables().Idempotency)
+	assert.Equal(t, "it", o.Tables().Inventory)
+
+	for name, body := range map[string]string{
+		"other-stack.json": `{"Other":{}}`,
+		"missing.json":     `{"Idemkit":{"PaymentsFunctionName":"p"}}`,
+		"garbage.json":     `not json`,
+	} {
+		_, err := e2e.ReadStackOutputs(write(name, body))
+		assert.Error(t, err, name)
+	}
+	_, err = e2e.ReadStackOutputs(filepath.Join(dir, "absent.json"))
+	assert.Error(t, err)
+}
