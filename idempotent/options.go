@@ -185,6 +185,8 @@ func WithReplayHook[Out any](hook func(ctx context.Context, out Out, r Replay) O
 }
 
 // WithClock replaces time.Now, for tests of leases and expiry that never sleep.
+// The lease budget is still measured from ctx.Deadline() on the real clock,
+// as the Lambda deadline is; only "now" (claim time, lease end, expiry) moves.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // Replay describes a stored response being replayed.
