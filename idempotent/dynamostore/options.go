@@ -1,9 +1,13 @@
 package dynamostore
 
-import "os"
+import (
+	"os"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
 
 // DefaultMaxItemBytes is DynamoDB's item size limit, 400 KB.
-const DefaultMaxItemBytes = 400 << 10
+const DefaultMaxItemBytes = idempotent.DefaultMaxItemBytes
 
 // Options configures a Store. New sets the defaults documented on each field
 // and then applies its option functions, as the AWS SDK's constructors do.
