@@ -20,6 +20,17 @@ demo:
 .PHONY: test
 test: vet lint test-go test-infra
 
+# Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora.
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh
+
+# 32 workers, 500 keys delivered 4 times each through the real sample functions on DynamoDB Local;
+# `make test` runs a smaller version (8 workers, 50 keys).
+.PHONY: stress
+stress:
+	scripts/with-dynamodb.sh go test -run TestStress -count=1 ./reliability/ -stress.keys=500 -stress.workers=32 -v
+
 .PHONY: vet
 vet:
 	go vet ./...
