@@ -18,7 +18,7 @@ demo:
 	scripts/with-dynamodb.sh go run ./cmd/demo
 
 .PHONY: test
-test: vet lint test-go test-infra
+test: vet lint lint-ci test-go test-min-go test-infra
 
 # Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora.
 .PHONY: fuzz
@@ -109,3 +109,36 @@ test-local:
 test-infra:
 	@command -v node >/dev/null || { echo "idemkit: the stack tests need Node.js (node not found)"; exit 2; }
 	cd infra && $(CDK_ENV) go vet ./... && $(CDK_ENV) go test -count=1 ./...
+
+# --- Docs and hygiene ---
+
+# Pinned: actionlint v1.7.12 (its go.mod says go 1.25; built with the Go that runs make). External linters are
+# off (-shellcheck= -pyflakes=) so the result does not depend on what else the machine has installed.
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+# The oldest Go the library promises to build with: go.mod's go line. test-min-go fetches it as a toolchain.
+MIN_GO := go$(shell sed -n 's/^go //p' go.mod)
+
+# The GitHub Actions workflow, which mirrors .ci/run.
+.PHONY: lint-ci
+lint-ci:
+	go run $(ACTIONLINT) -shellcheck= -pyflakes= .github/workflows/ci.yml
+
+# The library (./idempotent/...) vetted and tested with go.mod's go line (1.24.0), not only with the Go that runs
+# make. GOTOOLCHAIN makes the go command download that toolchain from the module proxy on first use; if it cannot,
+# this fails (a machine without the proxy cannot check the promise, and must say so rather than skip it).
+.PHONY: test-min-go
+test-min-go:
+	@v=$$(GOTOOLCHAIN=$(MIN_GO) go version) || { \
+		echo "idemkit: cannot run the $(MIN_GO) toolchain (GOPROXY=$$(go env GOPROXY)): test-min-go needs the Go module proxy" >&2; exit 1; }; \
+	case "$$v" in "go version $(MIN_GO) "*) echo "$$v" ;; *) echo "idemkit: GOTOOLCHAIN=$(MIN_GO) ran $$v" >&2; exit 1 ;; esac
+	GOTOOLCHAIN=$(MIN_GO) go vet ./idempotent/...
+	$(WITH_SERVICES) env GOTOOLCHAIN=$(MIN_GO) go test -count=1 ./idempotent/...
+
+# The documentation checks alone (make test runs them too): package comments and doc comments, every code block
+# and relative link of README.md, CONTRIBUTING.md and docs/ (internal/doccheck), the examples the docs quote, and
+# docs/provisioning.md against the table the CDK stack synthesizes (infra/docs_test.go).
+.PHONY: docs-check
+docs-check:
+	scripts/with-dynamodb.sh go test -count=1 ./internal/doccheck/
+	go test -count=1 -run '^Example' ./idempotent/...
+	cd infra && $(CDK_ENV) go test -count=1 -run '^TestProvisioning' ./...

@@ -50,8 +50,10 @@ func (s *MemoryStore) Claim(ctx context.Context, rec Record, now time.Time) (Cla
 
 // claimable mirrors the DynamoDB claim condition.
 func claimable(r *Record, now time.Time) bool {
+	// An INPROGRESS record without a lease end is never taken over, as in
+	// DynamoDB, where the missing attribute fails the comparison.
 	return r.expiredAt(now) ||
-		(r.Status == StatusInProgress && r.LeaseExpiresAt.UnixMilli() < now.UnixMilli())
+		(r.Status == StatusInProgress && !r.LeaseExpiresAt.IsZero() && r.LeaseExpiresAt.UnixMilli() < now.UnixMilli())
 }
 
 // Complete implements Store.

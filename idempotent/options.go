@@ -61,7 +61,6 @@ type config struct {
 	expiry        time.Duration
 	maxLease      time.Duration
 	clockSkew     time.Duration
-	reserve       time.Duration
 	waitMax       time.Duration
 	cacheSize     int
 	compressAbove int
@@ -79,7 +78,6 @@ func defaultConfig() config {
 		expiry:        DefaultExpiry,
 		maxLease:      DefaultMaxLease,
 		clockSkew:     DefaultClockSkew,
-		reserve:       DefaultReserve,
 		compressAbove: DefaultCompressAbove,
 		codec:         JSONCodec,
 		now:           time.Now,

@@ -19,6 +19,9 @@ const (
 	// minFinish is the least time a completion or release is given, even
 	// past the deadline: trying costs nothing, and often succeeds.
 	minFinish = 250 * time.Millisecond
+	// forgetTimeout bounds the best-effort release after a failed claim, so
+	// a store outage does not hold the caller's error back for long.
+	forgetTimeout = time.Second
 	// firstPoll and maxPoll shape the backoff of WithWaitInProgress.
 	firstPoll = 50 * time.Millisecond
 	maxPoll   = time.Second
@@ -177,6 +180,7 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 			if errors.Is(err, ErrCorruptRecord) {
 				return zero, w.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
 			}
+			w.forgetClaim(ctx, rec)
 			return zero, w.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
 		}
 		if res.Claimed {
@@ -205,6 +209,17 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 	}
 }
 
+// forgetClaim undoes, as far as it can, a claim whose outcome is unknown: the
+// write may have landed with its response lost and every retry failing, and
+// then the key would answer "in progress" for a whole lease though nothing
+// ran. The release is fenced by this claim's lease, so it deletes nothing but
+// this claim's own record; if it fails too, the lease ends the record.
+func (w *wrapper[In, Out]) forgetClaim(ctx context.Context, rec Record) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
+	defer cancel()
+	_ = w.store.Release(fctx, rec.ID, rec.Lease) // best effort; ErrLeaseLost means another owner holds it
+}
+
 // checkExisting vets the record that refused a claim before it is used.
 func checkExisting(ex *Record, fp string) error {
 	switch {
@@ -214,6 +229,8 @@ func checkExisting(ex *Record, fp string) error {
 		return fmt.Errorf("%w: record version %d (this library reads %d)", ErrCorruptRecord, ex.Version, RecordVersion)
 	case ex.Status != StatusCompleted && ex.Status != StatusInProgress:
 		return fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, ex.Status)
+	case ex.Status == StatusInProgress && ex.LeaseExpiresAt.IsZero():
+		return fmt.Errorf("%w: in-progress record without a lease end", ErrCorruptRecord)
 	case fp != ex.Fingerprint && fp != "":
 		return ErrPayloadMismatch
 	}

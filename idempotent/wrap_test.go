@@ -428,6 +428,7 @@ func TestClaimFailureDoesNotRun(t *testing.T) {
 	require.ErrorIs(t, err, idempotent.ErrStore)
 	require.ErrorIs(t, err, throttled, "the cause stays inspectable")
 	assert.Zero(t, c.runs.Load())
+	assert.EqualValues(t, 1, store.releases.Load(), "a claim of unknown outcome is released, fenced by its lease")
 }
 
 func TestCompletionFailureKeepsResponse(t *testing.T) {

@@ -213,33 +213,56 @@ func TestClaimLostResponse(t *testing.T) {
 // effect repeats; the key is only unavailable for one lease.
 func TestClaimOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
-	var h counter
-	var seen outcomes
-	var clk clock
-	opts := []idempotent.Option{idempotent.WithKey(byID), seen.hook(), idempotent.WithClock(clk.now),
-		idempotent.WithMaxLease(testLease), idempotent.WithClockSkew(100 * time.Millisecond)}
-	wrapped := idempotent.Wrap(e.store(), h.handle, opts...)
-	e.faults.arm("PutItem", lostResponse, 1)
-	e.faults.arm("PutItem", serverError, -1)
+	for _, tt := range []struct {
+		name          string
+		releaseFails  bool
+		wantHeldAfter bool
+	}{
+		{name: "the wrapper's fenced release frees the key", releaseFails: false, wantHeldAfter: false},
+		{name: "release failing too: the lease frees the key", releaseFails: true, wantHeldAfter: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
+			var h counter
+			var seen outcomes
+			var clk clock
+			opts := []idempotent.Option{idempotent.WithKey(byID), seen.hook(), idempotent.WithClock(clk.now),
+				idempotent.WithMaxLease(testLease), idempotent.WithClockSkew(100 * time.Millisecond)}
+			wrapped := idempotent.Wrap(e.store(), h.handle, opts...)
+			e.faults.arm("PutItem", lostResponse, 1)
+			e.faults.arm("PutItem", serverError, -1)
+			if tt.releaseFails {
+				e.faults.arm("DeleteItem", serverError, -1)
+			}
 
-	in := charge{ID: newKey(t)}
-	_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
-	require.ErrorIs(t, err, idempotent.ErrStore)
-	assert.Zero(t, h.runs.Load())
-	id := seen.last(t).RecordID
-	assert.Equal(t, string(idempotent.StatusInProgress), str(e.record(t, id), "status"), "the lost claim holds the key")
+			in := charge{ID: newKey(t)}
+			_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
+			require.ErrorIs(t, err, idempotent.ErrStore)
+			assert.Zero(t, h.runs.Load())
+			id := seen.last(t).RecordID
+			e.faults.disarm()
 
-	e.faults.disarm()
-	_, err = wrapped(ctxTimeout(t, 10*time.Second), in)
-	require.ErrorIs(t, err, idempotent.ErrInProgress)
-
-	clk.advance(pastLease) // past the lost claim's lease
-	out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
-	require.NoError(t, err)
-	assert.Equal(t, int32(1), out.Run, "the handler runs once in all")
-	assert.True(t, seen.last(t).TookOver)
-	assert.Empty(t, e.inProgress(t))
+			if !tt.wantHeldAfter {
+				assert.Nil(t, e.record(t, id), "the lost claim was released")
+				out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
+				require.NoError(t, err)
+				assert.Equal(t, int32(1), out.Run)
+				assert.False(t, seen.last(t).TookOver)
+				assert.Empty(t, e.inProgress(t))
+				return
+			}
+			assert.Equal(t, string(idempotent.StatusInProgress), str(e.record(t, id), "status"), "the lost claim holds the key")
+			_, err = wrapped(ctxTimeout(t, 10*time.Second), in)
+			require.ErrorIs(t, err, idempotent.ErrInProgress)
+			clk.advance(pastLease) // past the lost claim's lease
+			out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
+			require.NoError(t, err)
+			assert.Equal(t, int32(1), out.Run, "the handler runs once in all")
+			assert.True(t, seen.last(t).TookOver)
+			assert.Empty(t, e.inProgress(t))
+		})
+	}
 }
 
 // TestClaimDeadline: a claim still hanging when the invocation's deadline

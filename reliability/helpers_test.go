@@ -294,16 +294,6 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// knownBug skips a test that demonstrates a bug in code this package does not
-// own, unless IDEMKIT_KNOWN_BUGS=1 asks to see it fail. The reason names the
-// bug; the test body asserts the correct behaviour.
-func knownBug(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("IDEMKIT_KNOWN_BUGS") != "1" {
-		t.Skip("known bug (IDEMKIT_KNOWN_BUGS=1 runs it): " + reason)
-	}
-}
-
 // errString is err's message, or "<nil>".
 func errString(err error) string {
 	if err == nil {

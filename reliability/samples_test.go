@@ -30,8 +30,8 @@ import (
 // request must still make one payment.
 func TestPaymentsLedgerLostResponse(t *testing.T) {
 	t.Parallel()
-	knownBug(t, "functions/payments: a ledger PutItem retried by the SDK after a lost response fails its own condition; "+
-		"the handler reports an error (500, record released) although the payment was recorded, and the client's retry records a second payment")
+	// Was a bug: the retry failed its own condition, the handler answered 500 and
+	// released the key, and the client's retry recorded a second payment.
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
 	ev, err := samples.HTTP(samples.PaymentNew)
@@ -62,8 +62,7 @@ func TestPaymentsLedgerLostResponse(t *testing.T) {
 // must still reserve its quantity once.
 func TestOrdersInventoryLostResponse(t *testing.T) {
 	t.Parallel()
-	knownBug(t, "functions/orders: the inventory UpdateItem (ADD, not idempotent) is retried by the SDK after a lost response "+
-		"and reserves the order's quantity twice within one run of the handler")
+	// Was a bug: the ADD was applied twice within one run of the handler.
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	invoke := e2e.LocalInvoker(orders.New(dynamostore.New(e.client, e.tables.Idempotency), e.faulty, e.tables.Inventory), e2e.OrdersTimeout)
 	sku := "SKU-" + newKey(t)

@@ -41,11 +41,16 @@ func LambdaInvoker(client *awslambda.Client, functionName string) Invoker {
 
 // StackOutputs are the outputs of the Idemkit stack the suite needs.
 type StackOutputs struct {
+	// PaymentsFunctionName is the deployed payments function.
 	PaymentsFunctionName string
-	OrdersFunctionName   string
+	// OrdersFunctionName is the deployed orders function.
+	OrdersFunctionName string
+	// IdempotencyTableName holds the idempotency records.
 	IdempotencyTableName string
-	PaymentsTableName    string
-	InventoryTableName   string
+	// PaymentsTableName is the payments ledger.
+	PaymentsTableName string
+	// InventoryTableName holds the stock reservations.
+	InventoryTableName string
 }
 
 // Tables returns the stack's table names.

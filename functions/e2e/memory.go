@@ -33,6 +33,7 @@ type MemoryTables struct {
 	mu        sync.Mutex
 	ledger    []payments.LedgerItem
 	inventory map[string]int64
+	tokens    map[string]bool // reservation tokens applied
 }
 
 var (
@@ -77,31 +78,45 @@ func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// UpdateItem implements orders.Inventory.
+// UpdateItem implements orders.Inventory: it understands the orders
+// function's update, which ADDs a quantity and a one-token set, conditioned
+// on the token not having been applied yet.
 func (m *MemoryTables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if err := m.before(ctx, "UpdateItem"); err != nil {
 		return nil, err
 	}
 	sku, ok := in.Key["sku"].(*types.AttributeValueMemberS)
-	if !ok || in.UpdateExpression == nil || !strings.HasPrefix(*in.UpdateExpression, "ADD ") || len(in.ExpressionAttributeValues) != 1 {
+	if !ok || in.UpdateExpression == nil || !strings.HasPrefix(*in.UpdateExpression, "ADD ") {
 		return nil, fmt.Errorf("e2e: MemoryTables understands only the orders function's ADD update")
 	}
 	var n int64
+	var token string
 	for _, v := range in.ExpressionAttributeValues {
-		num, ok := v.(*types.AttributeValueMemberN)
-		if !ok {
-			return nil, fmt.Errorf("e2e: ADD of a %T", v)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberN:
+			var err error
+			if n, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
+				return nil, fmt.Errorf("e2e: ADD %q: %w", v.Value, err)
+			}
+		case *types.AttributeValueMemberSS:
+			if len(v.Value) == 1 {
+				token = v.Value[0]
+			}
 		}
-		var err error
-		if n, err = strconv.ParseInt(num.Value, 10, 64); err != nil {
-			return nil, fmt.Errorf("e2e: ADD %q: %w", num.Value, err)
-		}
+	}
+	if token == "" {
+		return nil, fmt.Errorf("e2e: the orders update carries no reservation token")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.inventory == nil {
 		m.inventory = make(map[string]int64)
+		m.tokens = make(map[string]bool)
 	}
+	if m.tokens[token] {
+		return nil, &types.ConditionalCheckFailedException{Message: new(string)}
+	}
+	m.tokens[token] = true
 	m.inventory[sku.Value] += n
 	return &dynamodb.UpdateItemOutput{}, nil
 }

@@ -2,6 +2,8 @@ package orders
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -92,6 +94,21 @@ type InventoryItem struct {
 	Reserved int64 `json:"reserved" dynamodbav:"reserved"`
 }
 
+// The inventory item's attributes the function writes.
+const (
+	// ReservedAttr is the number of units reserved for the SKU.
+	ReservedAttr = "reserved"
+	// ReservationsAttr is the set of tokens of the writes applied, one per
+	// run of the handler, so an SDK retry of the same write applies once.
+	ReservationsAttr = "reservations"
+)
+
+func newReservationToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return "r" + hex.EncodeToString(b[:])
+}
+
 // New returns the orders Lambda handler: an SQS batch consumer, idempotent
 // per orderId with sqsbatch.Wrap over store, that reserves stock in the
 // inventory table through inventory and answers with a partial batch
@@ -127,12 +144,24 @@ func (r *reserver) wrap(store idempotent.Store, opts []sqsbatch.Option) func(con
 }
 
 // reserve adds the order's quantity to its SKU's reserved count: ADD is
-// deliberately not idempotent, so an order processed twice would show as a
-// double reservation. A failure makes the message a batch item failure and
-// releases its key, so SQS redelivers it and it runs again.
+// deliberately not idempotent across runs, so an order processed twice would
+// show as a double reservation. Within one run it must apply once even when
+// the SDK retries the write after a lost response, so each run tags its write
+// with a fresh token, added to the item's reservations set in the same
+// update and checked by its condition: a retry that finds its own token has
+// already been applied. (A sample's shortcut: the set grows by one token per
+// reservation; a real inventory would keep reservations as items.)
+// A failure makes the message a batch item failure and releases its key, so
+// SQS redelivers it and it runs again.
 func (r *reserver) reserve(ctx context.Context, o Order) error {
+	token := newReservationToken()
 	update, err := expression.NewBuilder().
-		WithUpdate(expression.Add(expression.Name("reserved"), expression.Value(o.Quantity))).
+		WithUpdate(expression.
+			Add(expression.Name(ReservedAttr), expression.Value(o.Quantity)).
+			Add(expression.Name(ReservationsAttr), expression.Value(&types.AttributeValueMemberSS{Value: []string{token}}))).
+		WithCondition(expression.Or(
+			expression.AttributeNotExists(expression.Name(ReservationsAttr)),
+			expression.Not(expression.Contains(expression.Name(ReservationsAttr), token)))).
 		Build()
 	if err != nil {
 		return fmt.Errorf("orders: build update: %w", err)
@@ -141,10 +170,12 @@ func (r *reserver) reserve(ctx context.Context, o Order) error {
 		TableName:                 &r.table,
 		Key:                       map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: o.SKU}},
 		UpdateExpression:          update.Update(),
+		ConditionExpression:       update.Condition(),
 		ExpressionAttributeNames:  update.Names(),
 		ExpressionAttributeValues: update.Values(),
 	})
-	if err != nil {
+	var applied *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &applied) {
 		return fmt.Errorf("orders: reserve stock: %w", err)
 	}
 	msg, _ := sqsbatch.MessageFromContext(ctx)

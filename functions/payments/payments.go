@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
@@ -193,6 +194,13 @@ func (h *handler) record(ctx context.Context, item *LedgerItem) error {
 		ExpressionAttributeNames:  h.put.Names(),
 		ExpressionAttributeValues: h.put.Values(),
 	})
+	var exists *types.ConditionalCheckFailedException
+	if errors.As(err, &exists) {
+		// paymentId is fresh and random: an item already holding it can only
+		// be this call's own write, landed by an attempt whose response was
+		// lost before the SDK retried. The payment is recorded, once.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("payments: record payment: %w", err)
 	}

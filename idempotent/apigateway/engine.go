@@ -131,6 +131,11 @@ func (e *engine) serve(ctx context.Context, req request, run func(context.Contex
 		// handler's own response, whatever happened to the record.
 		return e.ranResult(ctx, c)
 	}
+	if err == nil && !storable(stored.StatusCode) {
+		// This adapter never stores such a status: the record is not ours
+		// (or is damaged), and replaying it would answer garbage.
+		err = fmt.Errorf("%w: stored status code %d", idempotent.ErrCorruptRecord, stored.StatusCode)
+	}
 	if err != nil {
 		return e.failure(err)
 	}

@@ -259,7 +259,7 @@ func expectRecord(kind [numSlots]int, v [numSlots]string) (idempotent.Record, st
 		return rec, "expiration " + why
 	}
 	rec.ExpiresAt = time.Unix(exp, 0)
-	if ok, why := need(slotLeaseEnd, kindN, false); why != "" {
+	if ok, why := need(slotLeaseEnd, kindN, rec.Status == idempotent.StatusInProgress); why != "" {
 		return rec, "lease end " + why
 	} else if ok {
 		ms, why := integer(v[slotLeaseEnd], 64)

@@ -116,7 +116,9 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idempotent.Record,
 	if exp, ok := d.num(o.ExpirationAttr, true, 64); ok {
 		rec.ExpiresAt = time.Unix(exp, 0)
 	}
-	if ms, ok := d.num(o.InProgressExpirationAttr, false, 64); ok {
+	// An INPROGRESS record without a lease end could never be taken over by
+	// the claim condition: it is damaged, not live.
+	if ms, ok := d.num(o.InProgressExpirationAttr, rec.Status == idempotent.StatusInProgress, 64); ok {
 		rec.LeaseExpiresAt = time.UnixMilli(ms)
 	}
 	rec.Lease, _ = d.str(o.LeaseAttr, true)

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+)
+
+// callsResult is the measured cost of one scenario.
+type callsResult struct {
+	Scenario string
+	Target   int
+	Outcome  string   // the outcome the scenario must produce
+	Calls    []int    // API calls per repetition
+	Attempts []int    // HTTP requests per repetition
+	Ops      []string // the operations of the first repetition
+	Problem  string   // why the scenario failed, if it did
+}
+
+func (r callsResult) ok() bool {
+	if r.Problem != "" {
+		return false
+	}
+	for _, c := range r.Calls {
+		if c != r.Target {
+			return false
+		}
+	}
+	return true
+}
+
+// fakeClock is the wrappers' clock in the calls scenarios: real time plus an
+// offset the lease-takeover scenario advances, so no scenario sleeps.
+type fakeClock struct{ offset atomic.Int64 }
+
+func (c *fakeClock) now() time.Time            { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *fakeClock) advance(d time.Duration)   { c.offset.Add(int64(d)) }
+func (c *fakeClock) option() idempotent.Option { return idempotent.WithClock(c.now) }
+
+// outcomeLog keeps the last outcome reported under each invocation's calls
+// counter, so each scenario checks what happened, not only what it cost.
+type outcomeLog struct {
+	mu    sync.Mutex
+	byKey map[string]idempotent.Event
+}
+
+type scenarioKey struct{}
+
+func newOutcomeLog() *outcomeLog                { return &outcomeLog{byKey: map[string]idempotent.Event{}} }
+func (l *outcomeLog) option() idempotent.Option { return idempotent.WithOutcomeHook(l.hook) }
+
+func (l *outcomeLog) hook(ctx context.Context, ev idempotent.Event) {
+	if k, ok := ctx.Value(scenarioKey{}).(string); ok {
+		l.mu.Lock()
+		l.byKey[k] = ev
+		l.mu.Unlock()
+	}
+}
+
+func (l *outcomeLog) get(k string) (idempotent.Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ev, ok := l.byKey[k]
+	return ev, ok
+}
+
+// blockingHandler runs chargeHandler, but an event whose key is in block
+// first signals started and waits for its release channel, and one whose key
+// is in fail returns an error: the in-progress, takeover and error scenarios.
+type blockingHandler struct {
+	mu      sync.Mutex
+	block   map[string]chan struct{}
+	started map[string]chan struct{}
+	fail    map[string]bool
+}
+
+func (b *blockingHandler) handle(ctx context.Context, e paymentEvent) (paymentResult, error) {
+	b.mu.Lock()
+	release, blocked := b.block[e.IdempotencyKey]
+	started := b.started[e.IdempotencyKey]
+	fail := b.fail[e.IdempotencyKey]
+	delete(b.block, e.IdempotencyKey)
+	b.mu.Unlock()
+	if blocked {
+		close(started)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	if fail {
+		return paymentResult{}, errors.New("card declined")
+	}
+	return chargeHandler(ctx, e)
+}
+
+func (b *blockingHandler) blockKey(key string) (started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	b.mu.Lock()
+	b.block[key], b.started[key] = release, started
+	b.mu.Unlock()
+	return started, release
+}
+
+// runCalls measures the DynamoDB calls of each scenario reps times, against
+// table, each repetition with its own keys.
+func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, reps int) []callsResult {
+	const maxLease = 10 * time.Second
+	clock := &fakeClock{}
+	outcomes := newOutcomeLog()
+	bh := &blockingHandler{block: map[string]chan struct{}{}, started: map[string]chan struct{}{}, fail: map[string]bool{}}
+	store := dynamostore.New(client, table)
+	opts := []idempotent.Option{
+		idempotent.WithKey(eventKey), idempotent.WithPrefix("calls"), idempotent.WithExpiry(time.Hour),
+		idempotent.WithMaxLease(maxLease), idempotent.WithLogger(slog.New(slog.DiscardHandler)),
+		clock.option(), outcomes.option(),
+	}
+	h := idempotent.Wrap(store, bh.handle, opts...)
+	cached := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithLocalCache(1024))...)
+
+	run := "c" + randomHex(6)
+	// invoke calls f with key, counting the calls made under its context.
+	type inv struct {
+		calls  *calls
+		ev     idempotent.Event
+		err    error
+		logged bool
+	}
+	invoke := func(f func(context.Context, paymentEvent) (paymentResult, error), key string) inv {
+		c := &calls{names: []string{}}
+		tag := key + "/" + randomHex(4)
+		ictx, cancel := context.WithTimeout(withCalls(context.WithValue(ctx, scenarioKey{}, tag), c), 30*time.Second)
+		defer cancel()
+		ev := tmpl
+		ev.IdempotencyKey = key
+		_, err := f(ictx, ev)
+		e, ok := outcomes.get(tag)
+		return inv{calls: c, ev: e, err: err, logged: ok}
+	}
+
+	type scenario struct {
+		name, outcome string
+		target        int
+		// run performs the scenario's set-up and returns the measured invocation.
+		run func(key string) (inv, string)
+	}
+	expect := func(i inv, outcome string, tookOver, fromCache bool) string {
+		switch {
+		case !i.logged:
+			return "no outcome reported"
+		case i.ev.Outcome.String() != outcome:
+			return fmt.Sprintf("outcome %s (err %v), want %s", i.ev.Outcome, i.err, outcome)
+		case i.ev.TookOver != tookOver:
+			return fmt.Sprintf("TookOver=%v, want %v", i.ev.TookOver, tookOver)
+		case i.ev.FromCache != fromCache:
+			return fmt.Sprintf("FromCache=%v, want %v", i.ev.FromCache, fromCache)
+		}
+		return ""
+	}
+	scenarios := []scenario{
+		{"new key", "executed", 2, func(key string) (inv, string) {
+			i := invoke(h, key)
+			return i, expect(i, "executed", false, false)
+		}},
+		{"replay (completed record)", "replayed", 1, func(key string) (inv, string) {
+			invoke(h, key)
+			i := invoke(h, key)
+			return i, expect(i, "replayed", false, false)
+		}},
+		{"replay with the local cache", "replayed", 0, func(key string) (inv, string) {
+			invoke(cached, key)
+			i := invoke(cached, key)
+			return i, expect(i, "replayed", false, true)
+		}},
+		{"in-progress duplicate", "in_progress", 1, func(key string) (inv, string) {
+			started, release := bh.blockKey(key)
+			done := make(chan inv)
+			go func() { done <- invoke(h, key) }()
+			<-started
+			i := invoke(h, key)
+			close(release)
+			first := <-done
+			if p := expect(first, "executed", false, false); p != "" {
+				return i, "the first invocation: " + p
+			}
+			return i, expect(i, "in_progress", false, false)
+		}},
+		{"handler error (release)", "handler_error", 2, func(key string) (inv, string) {
+			bh.mu.Lock()
+			bh.fail[key] = true
+			bh.mu.Unlock()
+			i := invoke(h, key)
+			return i, expect(i, "handler_error", false, false)
+		}},
+		{"lease takeover", "executed", 2, func(key string) (inv, string) {
+			// The owner claims and stalls; the clock moves past its lease
+			// (maximum lease + clock skew margin); a retry takes over. The
+			// owner's completion is then fenced off (its calls are not the
+			// retry's).
+			started, release := bh.blockKey(key)
+			done := make(chan inv)
+			go func() { done <- invoke(h, key) }()
+			<-started
+			clock.advance(maxLease + idempotent.DefaultClockSkew + time.Second)
+			i := invoke(h, key)
+			close(release)
+			owner := <-done
+			if p := expect(owner, "lease_lost", false, false); p != "" {
+				return i, "the stalled owner: " + p
+			}
+			return i, expect(i, "executed", true, false)
+		}},
+	}
+
+	var results []callsResult
+	for _, s := range scenarios {
+		r := callsResult{Scenario: s.name, Target: s.target, Outcome: s.outcome}
+		for rep := range reps {
+			i, problem := s.run(fmt.Sprintf("%s-%s-%d", run, strings.ReplaceAll(s.name, " ", "_"), rep))
+			if problem != "" && r.Problem == "" {
+				r.Problem = problem
+			}
+			r.Calls = append(r.Calls, int(i.calls.ops.Load()))
+			r.Attempts = append(r.Attempts, int(i.calls.attempts.Load()))
+			if rep == 0 {
+				r.Ops = slices.Clone(i.calls.names)
+			}
+		}
+		results = append(results, r)
+	}
+	return results
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+)
+
+// phaseResult is what a driver (this Go one or powertools/bench.mjs) prints,
+// one JSON line per measured phase. Both print the same fields.
+type phaseResult struct {
+	Impl        string         `json:"impl"`
+	Phase       string         `json:"phase"`
+	Concurrency int            `json:"concurrency"`
+	N           int            `json:"n"`
+	Seconds     float64        `json:"seconds"`
+	Latency     latencies      `json:"latency"`
+	Ops         int64          `json:"ops"`      // DynamoDB API calls
+	Attempts    int64          `json:"attempts"` // HTTP requests (ops + SDK retries)
+	CPUUser     float64        `json:"cpu_user_s"`
+	CPUSys      float64        `json:"cpu_sys_s"`
+	ServerCPU   float64        `json:"server_cpu_s"` // DynamoDB Local's CPU time in the phase, -1 if unknown
+	Outcomes    map[string]int `json:"outcomes"`
+	Errors      int            `json:"errors"` // unexpected errors
+	FirstError  string         `json:"first_error,omitempty"`
+}
+
+func (r phaseResult) throughput() float64    { return float64(r.N) / r.Seconds }
+func (r phaseResult) callsPerInv() float64   { return float64(r.Ops) / float64(r.N) }
+func (r phaseResult) cpuPer1000() float64    { return (r.CPUUser + r.CPUSys) * 1000 / float64(r.N) }
+func (r phaseResult) cpuUsPerInv() float64   { return (r.CPUUser + r.CPUSys) * 1e6 / float64(r.N) }
+func (r phaseResult) serverPer1000() float64 { return r.ServerCPU * 1000 / float64(r.N) }
+
+// driveMain is the "drive" subcommand: the idemkit side of the throughput
+// comparison and the scale runs, in a process of its own so its CPU time is
+// its own. Phases:
+//
+//	new     N invocations of fresh keys
+//	replay  the same N keys again (every one a duplicate of a completed record)
+//	mixed   N invocations of which a fraction -dups repeat a recent key
+//
+// A warm-up of -warmup fresh keys and their replays runs first, unmeasured.
+func driveMain(args []string) error {
+	fs := flag.NewFlagSet("drive", flag.ContinueOnError)
+	table := fs.String("table", "", "idempotency table")
+	n := fs.Int("n", 2000, "invocations per phase")
+	conc := fs.Int("c", 16, "invocations in flight")
+	warmup := fs.Int("warmup", 500, "unmeasured warm-up invocations (fresh keys, then their replays)")
+	phases := fs.String("phases", "new,replay", "comma-separated phases: new, replay, mixed")
+	dups := fs.Float64("dups", 0, "mixed phase: fraction of invocations that repeat a recent key")
+	eventFile := fs.String("event", "bench/testdata/payment-event.json", "event template")
+	serverPID := fs.Int("server-pid", 0, "DynamoDB Local's pid, to report its CPU time (0: unknown)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *table == "" {
+		return errors.New("drive: -table is required")
+	}
+	b, err := os.ReadFile(*eventFile)
+	if err != nil {
+		return err
+	}
+	var tmpl paymentEvent
+	if err := json.Unmarshal(b, &tmpl); err != nil {
+		return err
+	}
+
+	ctx := context.Background()
+	total := &calls{}
+	client, err := newClient(ctx, max(*conc, 16)*2, total)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	h := idempotent.Wrap(dynamostore.New(client, *table), chargeHandler,
+		idempotent.WithKey(eventKey),
+		idempotent.WithPrefix("bench"),
+		idempotent.WithExpiry(time.Hour),
+		idempotent.WithLogger(slog.New(slog.DiscardHandler)),
+		idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+			mu.Lock()
+			outcomes[ev.Outcome.String()]++
+			mu.Unlock()
+		}))
+
+	run := "g" + randomHex(6)
+	keys := func(phase string, count int) []string {
+		k := make([]string, count)
+		for i := range k {
+			k[i] = run + "-" + phase + "-" + strconv.Itoa(i)
+		}
+		return k
+	}
+	warm := keys("warmup", *warmup)
+	runPhase(ctx, h, tmpl, warm, *conc)
+	runPhase(ctx, h, tmpl, warm, *conc)
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	var fresh []string
+	enc := json.NewEncoder(os.Stdout)
+	for _, phase := range strings.Split(*phases, ",") {
+		var ks []string
+		switch phase {
+		case "new":
+			fresh = keys("new", *n)
+			ks = fresh
+		case "replay":
+			if fresh == nil {
+				return errors.New("drive: phase replay needs phase new before it")
+			}
+			ks = fresh
+		case "mixed":
+			ks = mixedKeys(keys("mixed", *n), *dups, *conc)
+		default:
+			return fmt.Errorf("drive: unknown phase %q", phase)
+		}
+		mu.Lock()
+		clear(outcomes)
+		mu.Unlock()
+		ops0, att0 := total.ops.Load(), total.attempts.Load()
+		srv0 := serverCPU(*serverPID)
+		ru0 := rusage()
+		start := time.Now()
+		lat, errs := runPhase(ctx, h, tmpl, ks, *conc)
+		elapsed := time.Since(start)
+		ru1 := rusage()
+		srv1 := serverCPU(*serverPID)
+		res := phaseResult{
+			Impl: "idemkit", Phase: phase, Concurrency: *conc, N: len(ks),
+			Seconds:  elapsed.Seconds(),
+			Latency:  summarize(lat),
+			Ops:      total.ops.Load() - ops0,
+			Attempts: total.attempts.Load() - att0,
+			CPUUser:  tvSeconds(ru1.Utime) - tvSeconds(ru0.Utime),
+			CPUSys:   tvSeconds(ru1.Stime) - tvSeconds(ru0.Stime),
+			Errors:   int(errs.n.Load()),
+		}
+		res.ServerCPU = -1
+		if srv0 >= 0 && srv1 >= 0 {
+			res.ServerCPU = srv1 - srv0
+		}
+		if e := errs.first.Load(); e != nil {
+			res.FirstError = (*e).Error()
+		}
+		mu.Lock()
+		res.Outcomes = maps.Clone(outcomes)
+		mu.Unlock()
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mixedKeys turns fresh into a sequence in which a fraction dups of the
+// invocations repeat one of the last 2×conc keys sent, so some duplicates meet
+// a completed record and some one still in progress. The seed is fixed.
+func mixedKeys(fresh []string, dups float64, conc int) []string {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]string, 0, len(fresh))
+	next := 0
+	for len(out) < len(fresh) {
+		if next > 0 && r.Float64() < dups {
+			back := r.IntN(min(next, 2*conc))
+			out = append(out, fresh[next-1-back])
+			continue
+		}
+		out = append(out, fresh[next])
+		next++
+	}
+	return out
+}
+
+type firstErrors struct {
+	n     atomic.Int64
+	first atomic.Pointer[error]
+}
+
+// runPhase sends one invocation per key with conc in flight, each under a
+// context with a 30 s deadline (as Lambda gives), and returns the latencies.
+// ErrInProgress is an expected outcome of duplicates, not an error.
+func runPhase(ctx context.Context, h func(context.Context, paymentEvent) (paymentResult, error), tmpl paymentEvent, keys []string, conc int) ([]time.Duration, *firstErrors) {
+	lat := make([]time.Duration, len(keys))
+	errs := &firstErrors{}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(keys) {
+					return
+				}
+				ev := tmpl
+				ev.IdempotencyKey = keys[i]
+				t0 := time.Now()
+				ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_, err := h(ictx, ev)
+				cancel()
+				lat[i] = time.Since(t0)
+				if err != nil && !errors.Is(err, idempotent.ErrInProgress) {
+					if errs.n.Add(1) == 1 {
+						errs.first.Store(&err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, errs
+}
+
+func rusage() syscall.Rusage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru
+}
+
+func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

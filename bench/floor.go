@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+)
+
+// bare is the floor: the DynamoDB calls an idempotent invocation cannot
+// avoid, made by hand with the SDK and nothing else: no key hashing beyond
+// one SHA-256, no record type, no outcome hook, no logging check, no decoding
+// of the replayed response. Its items have the same attributes and sizes as
+// the wrapper's, and its expressions are the same.
+type bare struct {
+	client *dynamodb.Client
+	table  string
+}
+
+var (
+	bareClaimCond   = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :inprogress AND #in_progress_expiration < :now_ms)"
+	bareClaimNames  = map[string]string{"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiration": "in_progress_expiration"}
+	bareUpdate      = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration"
+	bareUpdateCond  = "#lease = :lease"
+	bareUpdateNames = map[string]string{"#status": "status", "#data": "data", "#expiration": "expiration", "#in_progress_expiration": "in_progress_expiration", "#lease": "lease"}
+)
+
+func attrN(v int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
+
+// claim is the conditional PutItem of a claim; it returns the refusing item
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD) when the key is taken.
+func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.AttributeValue, error) {
+	now := time.Now()
+	_, err := b.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &b.table,
+		Item: map[string]types.AttributeValue{
+			"id": attrS(id), "status": attrS("INPROGRESS"), "expiration": attrN(now.Add(time.Hour).Unix()),
+			"in_progress_expiration": attrN(now.Add(32 * time.Second).UnixMilli()), "lease": attrS(lease), "version": attrN(1),
+		},
+		ConditionExpression:      &bareClaimCond,
+		ExpressionAttributeNames: bareClaimNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": attrN(now.Unix()), ":now_ms": attrN(now.UnixMilli()), ":inprogress": attrS("INPROGRESS"),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf.Item, nil
+	}
+	return nil, err
+}
+
+// newKey is a first invocation: claim, run the handler, store its JSON.
+func (b *bare) newKey(ctx context.Context, e paymentEvent) error {
+	sum := sha256.Sum256([]byte(e.IdempotencyKey))
+	id, lease := "bare#"+hex.EncodeToString(sum[:]), randomHex(16)
+	old, err := b.claim(ctx, id, lease)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		return errors.New("bare: key already claimed")
+	}
+	out, err := chargeHandler(ctx, e)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &b.table,
+		Key:                      map[string]types.AttributeValue{"id": attrS(id)},
+		UpdateExpression:         &bareUpdate,
+		ConditionExpression:      &bareUpdateCond,
+		ExpressionAttributeNames: bareUpdateNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":status": attrS("COMPLETED"), ":data": &types.AttributeValueMemberB{Value: append([]byte{'p'}, data...)},
+			":expiration": attrN(time.Now().Add(time.Hour).Unix()), ":lease": attrS(lease),
+		},
+	})
+	return err
+}
+
+// replay is a duplicate: one claim that fails and returns the record.
+func (b *bare) replay(ctx context.Context, e paymentEvent) error {
+	sum := sha256.Sum256([]byte(e.IdempotencyKey))
+	old, err := b.claim(ctx, "bare#"+hex.EncodeToString(sum[:]), randomHex(16))
+	if err == nil && old == nil {
+		return errors.New("bare: replay claimed a new record")
+	}
+	return err
+}
+
+// floorResult compares wrapped invocations with the bare calls, one case.
+type floorResult struct {
+	Case          string
+	Bare, Wrapped latencies
+	Errors        int
+}
+
+func (r floorResult) ratioP50() float64 { return r.Wrapped.P50 / r.Bare.P50 }
+func (r floorResult) ratioP99() float64 { return r.Wrapped.P99 / r.Bare.P99 }
+
+// runFloor measures count wrapped and count bare invocations of each case,
+// one after the other (A/B/A/B, the order swapped every pair so neither side
+// always follows the other), at concurrency 1.
+func runFloor(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, count, warmup int) ([]floorResult, error) {
+	b := &bare{client: client, table: table}
+	h := idempotent.Wrap(dynamostore.New(client, table), chargeHandler,
+		idempotent.WithKey(eventKey), idempotent.WithPrefix("floor"), idempotent.WithExpiry(time.Hour),
+		idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	wrapped := func(ctx context.Context, e paymentEvent) error { _, err := h(ctx, e); return err }
+	run := "f" + randomHex(6)
+
+	measure := func(name string, wrappedKeys, bareKeys []string, w, bf func(context.Context, paymentEvent) error) (floorResult, error) {
+		r := floorResult{Case: name}
+		wl := make([]time.Duration, 0, len(wrappedKeys))
+		bl := make([]time.Duration, 0, len(bareKeys))
+		one := func(f func(context.Context, paymentEvent) error, key string, into *[]time.Duration) error {
+			e := tmpl
+			e.IdempotencyKey = key
+			t0 := time.Now()
+			ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := f(ictx, e)
+			cancel()
+			*into = append(*into, time.Since(t0))
+			return err
+		}
+		for i := range wrappedKeys {
+			first, second := func() error { return one(w, wrappedKeys[i], &wl) }, func() error { return one(bf, bareKeys[i], &bl) }
+			if i%2 == 1 {
+				first, second = second, first
+			}
+			for _, f := range []func() error{first, second} {
+				if err := f(); err != nil {
+					if r.Errors++; r.Errors > 10 {
+						return r, fmt.Errorf("floor %s: %w", name, err)
+					}
+				}
+			}
+		}
+		r.Wrapped, r.Bare = summarize(wl), summarize(bl)
+		return r, nil
+	}
+	keys := func(tag string, count int) []string {
+		k := make([]string, count)
+		for i := range k {
+			k[i] = fmt.Sprintf("%s-%s-%d", run, tag, i)
+		}
+		return k
+	}
+
+	// Warm-up: both paths, both cases, unmeasured.
+	wk, bk := keys("warm-w", warmup), keys("warm-b", warmup)
+	if _, err := measure("warm-up", wk, bk, wrapped, b.newKey); err != nil {
+		return nil, err
+	}
+	if _, err := measure("warm-up", wk, bk, wrapped, b.replay); err != nil {
+		return nil, err
+	}
+
+	wk, bk = keys("w", count), keys("b", count)
+	newKey, err := measure("new key", wk, bk, wrapped, b.newKey)
+	if err != nil {
+		return nil, err
+	}
+	replay, err := measure("replay", wk, bk, wrapped, b.replay)
+	if err != nil {
+		return nil, err
+	}
+	return []floorResult{newKey, replay}, nil
+}

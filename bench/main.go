@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/internal/localddb"
+)
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "drive" {
+		err = driveMain(os.Args[2:])
+	} else {
+		err = benchMain(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "idembench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the run's parameters, printed in the report.
+type config struct {
+	Out, Root, Build, Cmd string
+
+	CallsReps                               int
+	FloorN, FloorWarmup                     int
+	CompareN, CompareC, CompareRounds, Warm int
+	ScaleN, ScaleN1                         int
+	ScaleDups                               float64
+	ColdReps                                int
+	BenchCount                              int
+	Benchtime                               string
+	Only                                    string
+}
+
+// runs reports whether section (1 to 6) is to run.
+func (c *config) runs(section int) bool {
+	if c.Only == "" {
+		return true
+	}
+	return slices.Contains(strings.Split(c.Only, ","), strconv.Itoa(section))
+}
+
+func benchMain(args []string) error {
+	var c config
+	fs := flag.NewFlagSet("idembench", flag.ContinueOnError)
+	fs.StringVar(&c.Out, "out", "BENCHMARKS.md", "the report to write")
+	fs.StringVar(&c.Root, "root", ".", "the repository root")
+	fs.StringVar(&c.Build, "build", "build/bench", "where binaries and raw outputs go")
+	fs.StringVar(&c.Cmd, "cmd", "", "the command that ran this, for the report (make bench passes it)")
+	fs.IntVar(&c.CallsReps, "calls-reps", 5, "repetitions of each calls-per-invocation scenario")
+	fs.IntVar(&c.FloorN, "floor-n", 2000, "wrapped and bare invocations of each case (floor)")
+	fs.IntVar(&c.FloorWarmup, "floor-warmup", 200, "unmeasured warm-up invocations (floor)")
+	fs.IntVar(&c.CompareN, "compare-n", 4000, "invocations per phase and run (Powertools comparison)")
+	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
+	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
+	fs.IntVar(&c.Warm, "warmup", 500, "unmeasured warm-up invocations per driver process")
+	fs.IntVar(&c.ScaleN, "scale-n", 10000, "invocations per scale run (distinct keys)")
+	fs.IntVar(&c.ScaleN1, "scale-n1", 4000, "invocations of the scale runs at concurrency 1")
+	fs.Float64Var(&c.ScaleDups, "scale-dups", 0.10, "fraction of duplicates in the second scale series")
+	fs.IntVar(&c.ColdReps, "cold-reps", 20, "measured starts of each function (cold start)")
+	fs.IntVar(&c.BenchCount, "bench-count", 10, "passes of the in-process benchmarks (each -test.count 1)")
+	fs.StringVar(&c.Benchtime, "benchtime", "100ms", "go test -benchtime of the in-process benchmarks")
+	fs.StringVar(&c.Only, "only", "", "run only these sections, e.g. 1,5 (default: all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root, err := filepath.Abs(c.Root)
+	if err != nil {
+		return err
+	}
+	c.Root = root
+	if !filepath.IsAbs(c.Build) {
+		c.Build = filepath.Join(root, c.Build)
+	}
+	if !filepath.IsAbs(c.Out) {
+		c.Out = filepath.Join(root, c.Out)
+	}
+	if err := os.MkdirAll(c.Build, 0o755); err != nil {
+		return err
+	}
+	if localddb.Endpoint() == "" {
+		return errors.New("AWS_ENDPOINT_URL_DYNAMODB is not set: run under scripts/with-dynamodb.sh (make bench does)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	began := time.Now()
+	progress := func(section string) func(string) {
+		return func(msg string) {
+			fmt.Fprintf(os.Stderr, "idembench %6.1fs  %s: %s\n", time.Since(began).Seconds(), section, msg)
+		}
+	}
+
+	total := &calls{}
+	client, err := newClient(ctx, 256, total)
+	if err != nil {
+		return err
+	}
+	e := &env{root: root, self: self, serverPID: listenerPID(localddb.Endpoint()), client: client}
+	r := &report{cfg: c, argv: os.Args, started: began.UTC(), machine: describeMachine(root, e.serverPID)}
+	tmpl, err := loadPaymentEvent(filepath.Join(root, "bench"))
+	if err != nil {
+		return err
+	}
+
+	table, err := createTable(ctx, client, "inproc")
+	if err != nil {
+		return err
+	}
+	defer deleteTable(client, table)
+
+	section := func(name string, f func()) {
+		a := snapshot(e.serverPID)
+		f()
+		r.loads = append(r.loads, loadBetween(name, a, snapshot(e.serverPID), runtime.NumCPU()))
+	}
+	r.loadStart = firstLine(readFile("/proc/loadavg"))
+
+	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) {
+		section("warm-up", func() {
+			progress("warm-up")("DynamoDB Local's JIT: 3,000 invocations, unmeasured")
+			warmUp(ctx, client, table, tmpl, 3000)
+		})
+	}
+
+	if c.runs(1) {
+		section("1. calls per invocation", func() {
+			progress("1 calls")(fmt.Sprintf("%d repetitions of each scenario", c.CallsReps))
+			r.calls = runCalls(ctx, client, table, tmpl, c.CallsReps)
+		})
+	}
+
+	if c.runs(2) {
+		section("2. distance from the floor", func() {
+			progress("2 floor")(fmt.Sprintf("%d wrapped and %d bare invocations per case", c.FloorN, c.FloorN))
+			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorN, c.FloorWarmup); err != nil {
+				r.floorErr = err.Error()
+				progress("2 floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(3) {
+		section("3. Powertools", func() {
+			if r.compare, err = runCompare(ctx, e, c.CompareN, c.CompareC, c.Warm, c.CompareRounds, progress("3 powertools")); err != nil {
+				r.compareErr = err.Error()
+				progress("3 powertools")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	levels := []int{1, 4, 16, 64}
+	nOf := func(conc int) int {
+		if conc == 1 {
+			return c.ScaleN1
+		}
+		return c.ScaleN
+	}
+	if c.runs(6) {
+		section("6. scale", func() {
+			if r.scale, err = runScale(ctx, e, levels, nOf, c.ScaleDups, c.Warm, progress("6 scale")); err != nil {
+				r.scaleErr = err.Error()
+				progress("6 scale")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(5) {
+		section("5. cold start (with its builds)", func() {
+			if r.cold, err = runColdStarts(ctx, e, c.Build, c.ColdReps, progress("5 cold start")); err != nil {
+				r.coldErr = err.Error()
+				progress("5 cold start")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(4) {
+		section("4. in-process (with its build)", func() {
+			if r.inproc, err = runInproc(ctx, root, c.Build, c.BenchCount, c.Benchtime, inprocTargets, progress("4 in-process")); err != nil {
+				r.inprocErr = err.Error()
+				progress("4 in-process")("FAILED: " + err.Error())
+			}
+		})
+	}
+	r.loadEnd = firstLine(readFile("/proc/loadavg"))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	r.wall = time.Since(began)
+	if err := os.WriteFile(c.Out, []byte(r.markdown()), 0o644); err != nil {
+		return err
+	}
+	progress("done")(fmt.Sprintf("wrote %s in %s", c.Out, r.wall.Round(time.Second)))
+	fmt.Fprint(os.Stderr, r.summaryText())
+	var failed []string
+	for _, cr := range r.calls {
+		if !cr.ok() {
+			failed = append(failed, cr.Scenario)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("calls-per-invocation target missed: %s (see %s)", strings.Join(failed, ", "), c.Out)
+	}
+	return nil
+}
+
+// inprocTargets: replay and first run of a 1 KB event, each at most 3 µs
+// and 25 allocations.
+var inprocTargets = []inprocTarget{
+	{Bench: "BenchmarkFirstRun/1KB", MaxNs: 3000, MaxAllocs: 25},
+	{Bench: "BenchmarkReplay/1KB", MaxNs: 3000, MaxAllocs: 25},
+}
+
+// warmUp runs n new keys and their replays through the wrapper at
+// concurrency 16, so DynamoDB Local's JIT has compiled its hot paths before
+// anything is measured.
+func warmUp(ctx context.Context, client dynamostore.Client, table string, tmpl paymentEvent, n int) {
+	h := idempotent.Wrap(dynamostore.New(client, table), chargeHandler, idempotent.WithKey(eventKey),
+		idempotent.WithPrefix("warmup"), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	keys := make([]string, n)
+	run := randomHex(6)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("warm-%s-%d", run, i)
+	}
+	runPhase(ctx, h, tmpl, keys, 16)
+	runPhase(ctx, h, tmpl, keys, 16)
+}

@@ -1,0 +1,56 @@
+package idempotent_test
+
+// The log lines of docs/operations.md, which quotes this example
+// (internal/doccheck checks that the quote matches); `go test` checks the
+// output.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// downStore is a Store whose table is unreachable.
+type downStore struct{}
+
+func (downStore) Claim(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
+	return idempotent.ClaimResult{}, errors.New("ThrottlingException: rate exceeded")
+}
+func (downStore) Complete(context.Context, idempotent.Record) error { return nil }
+func (downStore) Release(context.Context, string, string) error     { return nil }
+
+// Each invocation logs one line, "idempotent: <outcome>", with the hashed
+// record ID (never the raw key or payload). Lambda reads JSON lines on
+// stdout as structured logs; set the level to DEBUG to see every outcome,
+// as executed and replayed are logged at DEBUG.
+func ExampleWithLogger() {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // keep the example's output stable
+			}
+			return a
+		},
+	}))
+	clock := idempotent.WithClock(func() time.Time { return time.Unix(1_800_000_000, 0) })
+	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
+	echo := func(ctx context.Context, id string) (string, error) { return id, nil }
+
+	h := idempotent.Wrap(idempotent.NewMemoryStore(), echo, key, clock, idempotent.WithPrefix("orders"),
+		idempotent.WithLogger(logger))
+	_, _ = h(context.Background(), "order-1") // executed
+	_, _ = h(context.Background(), "order-1") // replayed
+
+	down := idempotent.Wrap(downStore{}, echo, key, clock, idempotent.WithPrefix("orders"),
+		idempotent.WithLogger(logger))
+	_, _ = down(context.Background(), "order-2") // the table is throttled: the handler does not run
+	// Output:
+	// {"level":"DEBUG","msg":"idempotent: executed","outcome":"executed","record_id":"orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98","handler_ran":true,"duration":0}
+	// {"level":"DEBUG","msg":"idempotent: replayed","outcome":"replayed","record_id":"orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98","handler_ran":false,"duration":0}
+	// {"level":"ERROR","msg":"idempotent: store_error","outcome":"store_error","record_id":"orders#feb919febf70a67a9632f601adf190ca65b2fcfaf97ff4d3eff9a72a1815b446","handler_ran":false,"duration":0,"error":"idempotent: store failed: claim: ThrottlingException: rate exceeded"}
+}

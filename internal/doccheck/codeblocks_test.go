@@ -1,0 +1,498 @@
+package doccheck
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// TestCodeBlocks checks every fenced code block of the documentation by its
+// language; see the package comment. Complete Go files are collected and
+// compiled together at the end, with one go command.
+func TestCodeBlocks(t *testing.T) {
+	targets := makeTargets(t)
+	var programs []block
+	for _, file := range docFiles(t) {
+		blocks, _ := parseMarkdown(file, readDoc(t, file))
+		for _, b := range blocks {
+			switch b.lang {
+			case "go":
+				if isCompleteFile(b) {
+					programs = append(programs, b)
+				} else {
+					checkFragment(t, b)
+				}
+			case "sh", "bash", "shell":
+				if !checkedElsewhere(t, b) {
+					checkCommands(t, b, targets)
+				}
+			case "yaml", "yml":
+				if !checkedElsewhere(t, b) {
+					t.Errorf("%s: a YAML block needs a first line \"# checked-by: <test file>\" naming the test that checks it", b)
+				}
+			case "json":
+				if !json.Valid([]byte(b.text())) {
+					t.Errorf("%s: not valid JSON", b)
+				}
+			case "logsinsights":
+				checkLogsInsights(t, b)
+			case "text":
+			case "":
+				t.Errorf("%s: a code block needs a language (text for output and other non-code)", b)
+			default:
+				t.Errorf("%s: no check for language %q: use go, sh, yaml, json, logsinsights or text", b, b.lang)
+			}
+		}
+	}
+	compilePrograms(t, programs)
+}
+
+// --- Go ----------------------------------------------------------------------------------------------------
+
+var markerRE = regexp.MustCompile(`^//\s*example:\s*(\S+)(?:\s+(\S+))?\s*$`)
+
+// isCompleteFile reports whether a Go block is a whole file: its first line
+// that is neither blank nor a comment is a package clause.
+func isCompleteFile(b block) bool {
+	for _, l := range b.lines {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "//") {
+			continue
+		}
+		return strings.HasPrefix(l, "package ")
+	}
+	return false
+}
+
+// checkFragment checks a Go fragment against the code it is taken from: its
+// first line is "// example: <file> [<Func>]", and its other lines that are
+// not blank (and not "..." or "// ...", which elide) appear in that order,
+// white space aside, in the function (or, without one, the file).
+func checkFragment(t *testing.T, b block) {
+	t.Helper()
+	if len(b.lines) == 0 {
+		t.Errorf("%s: empty block", b)
+		return
+	}
+	m := markerRE.FindStringSubmatch(strings.TrimSpace(b.lines[0]))
+	if m == nil {
+		t.Errorf("%s: a Go fragment must start with \"// example: <file> <Func>\" naming the code it is taken from (or be a complete file)", b)
+		return
+	}
+	file, fn := m[1], m[2]
+	src, err := os.ReadFile(filepath.Join(repoRoot, file))
+	if err != nil {
+		t.Errorf("%s: %v", b, err)
+		return
+	}
+	text := string(src)
+	if fn != "" {
+		if text, err = funcSource(file, src, fn); err != nil {
+			t.Errorf("%s: %v", b, err)
+			return
+		}
+	}
+	have := normalizedLines(strings.Split(text, "\n"))
+	want := normalizedLines(b.lines[1:])
+	if len(want) == 0 {
+		t.Errorf("%s: a fragment with nothing but its marker", b)
+		return
+	}
+	i := 0
+	for _, l := range have {
+		if i < len(want) && l == want[i] {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("%s: line %q (and what follows) is not in %s %s, in this order; update the documentation or the example", b, want[i], file, fn)
+	}
+}
+
+// normalizedLines trims white space and drops blank lines and elisions.
+func normalizedLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		l = strings.Join(strings.Fields(l), " ")
+		if l == "" || l == "..." || l == "// ..." {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// funcSource returns the source text of the function (or method) fn.
+func funcSource(file string, src []byte, fn string) (string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == fn {
+			return string(src[fset.Position(fd.Pos()).Offset:fset.Position(fd.End()).Offset]), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no function %s", file, fn)
+}
+
+var fileNameRE = regexp.MustCompile(`^//\s*([A-Za-z0-9_.-]+\.go)\s*$`)
+
+// compilePrograms writes the complete Go files to packages in a scratch
+// directory inside the module (so the module's requirements apply; its name
+// starts with a dot, so ./... never sees it), vets them all with one go
+// command (vet type-checks test files too) and runs the tests among them.
+//
+// A block is a package of its own, unless its first line names its file
+// ("// main.go", "// main_test.go"): the named blocks of one Markdown file
+// with the same package clause form one package, as a guide builds a
+// program and its test step by step.
+func compilePrograms(t *testing.T, programs []block) {
+	t.Helper()
+	if len(programs) == 0 {
+		t.Fatal("no complete Go file in the documentation: the README's quick start should be one")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go command not found: %v", err)
+	}
+	dir, err := os.MkdirTemp(repoRoot, ".doccheck-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+
+	pkgOf := map[string]string{} // file + package clause -> package path
+	var all, tests []string
+	where := map[string][]block{}
+	for _, b := range programs {
+		name, group := "", ""
+		if m := fileNameRE.FindStringSubmatch(strings.TrimSpace(b.lines[0])); m != nil {
+			name, group = m[1], b.file+"\x00"+packageClause(b)
+		}
+		pkg, ok := pkgOf[group]
+		if !ok || group == "" {
+			pkg = "./" + filepath.Base(dir) + "/b" + strconv.Itoa(len(all)+1)
+			all = append(all, pkg)
+			if group != "" {
+				pkgOf[group] = pkg
+			}
+		}
+		if name == "" {
+			name = "main.go"
+			if strings.Contains(b.text(), `"testing"`) {
+				name = "doc_test.go"
+			}
+		}
+		if strings.HasSuffix(name, "_test.go") && !slices.Contains(tests, pkg) {
+			tests = append(tests, pkg)
+		}
+		path := filepath.Join(repoRoot, pkg, name)
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s: a second %s in the same package", b, name)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.text()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		where[strings.TrimPrefix(pkg, "./")] = append(where[strings.TrimPrefix(pkg, "./")], b)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goCmd, args...)
+		cmd.Dir = repoRoot
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			// Say which Markdown blocks a scratch package came from.
+			msg := string(out)
+			for pkg, bs := range where {
+				var names []string
+				for _, b := range bs {
+					names = append(names, b.String())
+				}
+				msg = strings.ReplaceAll(msg, pkg, pkg+" ["+strings.Join(names, ", ")+"]")
+			}
+			t.Errorf("go %s: %v\n%s", args[0], err, msg)
+		}
+	}
+	run(append([]string{"vet"}, all...)...)
+	if len(tests) > 0 {
+		run(append([]string{"test", "-count=1"}, tests...)...)
+	}
+}
+
+// packageClause returns the name in a complete file's package clause.
+func packageClause(b block) string {
+	for _, l := range b.lines {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "package "); ok {
+			return strings.TrimSpace(name)
+		}
+	}
+	return ""
+}
+
+// --- shell ---------------------------------------------------------------------------------------------------
+
+var checkedByRE = regexp.MustCompile(`^#\s*checked-by:\s*(\S+)\s*$`)
+
+// checkedElsewhere reports whether a block's first line hands it to another
+// test: "# checked-by: infra/docs_test.go". That test file must exist and
+// name the Markdown file.
+func checkedElsewhere(t *testing.T, b block) bool {
+	t.Helper()
+	if len(b.lines) == 0 {
+		return false
+	}
+	m := checkedByRE.FindStringSubmatch(strings.TrimSpace(b.lines[0]))
+	if m == nil {
+		return false
+	}
+	src, err := os.ReadFile(filepath.Join(repoRoot, m[1]))
+	switch {
+	case err != nil:
+		t.Errorf("%s: checked-by: %v", b, err)
+	case !strings.HasSuffix(m[1], "_test.go"):
+		t.Errorf("%s: checked-by %s: not a test file", b, m[1])
+	case !strings.Contains(string(src), filepath.Base(b.file)):
+		t.Errorf("%s: checked-by %s, which does not mention %s", b, m[1], filepath.Base(b.file))
+	}
+	return true
+}
+
+var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*$`)
+
+// checkCommands: each command of a shell block is `make <target>...` with
+// targets the Makefile has, or runs a script of the repository.
+func checkCommands(t *testing.T, b block, targets map[string]bool) {
+	t.Helper()
+	for _, cmdline := range commandLines(b.lines) {
+		for _, part := range regexp.MustCompile(`&&|\|\||;`).Split(cmdline, -1) {
+			words := strings.Fields(part)
+			for len(words) > 0 && assignRE.MatchString(words[0]) {
+				words = words[1:] // VAR=value before the command
+			}
+			if len(words) == 0 {
+				continue
+			}
+			switch cmd := words[0]; {
+			case cmd == "make":
+				n := 0
+				for _, w := range words[1:] {
+					if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+						continue
+					}
+					n++
+					if !targets[w] {
+						t.Errorf("%s: make %s: the Makefile has no target %s", b, w, w)
+					}
+				}
+				if n == 0 {
+					t.Errorf("%s: name the target: %q", b, part)
+				}
+			case strings.Contains(cmd, "/"):
+				info, err := os.Stat(filepath.Join(repoRoot, cmd))
+				if err != nil {
+					t.Errorf("%s: %s: %v", b, cmd, err)
+				} else if info.Mode()&0o111 == 0 {
+					t.Errorf("%s: %s is not executable", b, cmd)
+				}
+			default:
+				t.Errorf("%s: %q is neither `make <target>` nor a script of the repository; use a Makefile target, or hand the block to a test with \"# checked-by:\"", b, strings.TrimSpace(part))
+			}
+		}
+	}
+}
+
+// commandLines joins continuation lines and drops comments and blank lines.
+func commandLines(lines []string) []string {
+	var out []string
+	cur := ""
+	for _, l := range lines {
+		if i := strings.Index(l, " #"); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			cur += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		cur += l
+		if strings.TrimSpace(cur) != "" {
+			out = append(out, strings.TrimSpace(cur))
+		}
+		cur = ""
+	}
+	return out
+}
+
+var ruleRE = regexp.MustCompile(`^([^\s:#=][^:=]*?)\s*::?(?:[^=]|$)`)
+
+// makeTargets returns the targets of the repository's Makefile.
+func makeTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	targets := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "\t") {
+			continue // a recipe
+		}
+		if m := ruleRE.FindStringSubmatch(line); m != nil && !strings.HasPrefix(m[1], ".") {
+			for _, name := range strings.Fields(m[1]) {
+				targets[name] = true
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{"demo", "test"} {
+		if !targets[must] {
+			t.Fatalf("the Makefile parse found no %q target: %v", must, targets)
+		}
+	}
+	return targets
+}
+
+func TestMakeTargetsParse(t *testing.T) {
+	got := makeTargets(t)
+	for _, name := range []string{"demo", "test", "vet", "build", "deploy", "deploy-local", "local-up", "test-infra"} {
+		if !got[name] {
+			t.Errorf("target %s not found", name)
+		}
+	}
+	for name := range got {
+		if strings.ContainsAny(name, "$:=") {
+			t.Errorf("not a target: %q", name)
+		}
+	}
+}
+
+// --- CloudWatch Logs Insights ---------------------------------------------------------------------------------
+
+// logAttributes are the attributes idemkit's log lines carry (see
+// docs/operations.md), and the fields CloudWatch adds. TestLogAttributesExist
+// keeps the first kind honest.
+var logAttributes = []string{
+	// idempotent's outcome line, and the adapters' lines
+	"msg", "level", "time", "outcome", "record_id", "handler_ran", "took_over", "duration", "error",
+	"message_id", "panic", "stack", "method",
+}
+
+var insightsFields = []string{"@timestamp", "@message", "@logStream", "@log", "@requestId"}
+
+// insightsWords are the query language's commands, keywords and functions
+// the documentation uses.
+var insightsWords = []string{
+	"fields", "filter", "stats", "sort", "limit", "display", "parse", "dedup",
+	"by", "as", "asc", "desc", "and", "or", "not", "in", "like",
+	"count", "count_distinct", "sum", "avg", "min", "max", "pct", "bin", "ispresent", "latest", "earliest",
+}
+
+var (
+	stringLitRE = regexp.MustCompile(`"[^"]*"|'[^']*'|/[^/]*/`)
+	identRE     = regexp.MustCompile(`(?:^|[^A-Za-z0-9_@.])([@A-Za-z_][A-Za-z0-9_@.]*)`)
+	aliasRE     = regexp.MustCompile(`\bas\s+([A-Za-z_][A-Za-z0-9_]*)|\(\?<([A-Za-z_][A-Za-z0-9_]*)>`)
+)
+
+// checkLogsInsights: a query names only known fields and keywords (and the
+// fields it defines itself), and its string literals are outcomes, outcome
+// messages or levels. Regular expressions (/.../) are not checked.
+func checkLogsInsights(t *testing.T, b block) {
+	t.Helper()
+	outcomes := outcomeNames()
+	text := b.text()
+	for _, lit := range stringLitRE.FindAllString(text, -1) {
+		if strings.HasPrefix(lit, "/") {
+			continue // a regular expression
+		}
+		s := lit[1 : len(lit)-1]
+		ok := slices.Contains(outcomes, s) || slices.Contains([]string{"DEBUG", "INFO", "WARN", "ERROR"}, s)
+		if rest, found := strings.CutPrefix(s, "idempotent: "); found && slices.Contains(outcomes, rest) {
+			ok = true
+		}
+		if !ok {
+			t.Errorf("%s: string %s is not an outcome (%s), \"idempotent: <outcome>\" or a level", b, lit, strings.Join(outcomes, ", "))
+		}
+	}
+	known := map[string]bool{}
+	for _, w := range slices.Concat(logAttributes, insightsFields, insightsWords) {
+		known[w] = true
+	}
+	for _, m := range aliasRE.FindAllStringSubmatch(text, -1) {
+		known[m[1]+m[2]] = true // "as name", or a parse pattern's (?<name>...)
+	}
+	for _, line := range b.lines {
+		line = stringLitRE.ReplaceAllString(line, " ")
+		for _, m := range identRE.FindAllStringSubmatch(line, -1) {
+			if w := m[1]; !known[w] {
+				t.Errorf("%s: %q is not a log attribute, a CloudWatch field or a query keyword this check knows", b, w)
+			}
+		}
+	}
+}
+
+// outcomeNames lists the names of idempotent's outcomes.
+func outcomeNames() []string {
+	var names []string
+	for o := idempotent.Outcome(1); o.String() != "unknown"; o++ {
+		names = append(names, o.String())
+	}
+	return names
+}
+
+// TestLogAttributesExist: every attribute logAttributes lists is written by
+// the code (a quoted name in a log call), so the queries stay true.
+func TestLogAttributesExist(t *testing.T) {
+	var src strings.Builder
+	for _, dir := range []string{"idempotent", "idempotent/apigateway", "idempotent/sqsbatch"} {
+		files, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Write(raw)
+		}
+	}
+	for _, a := range logAttributes {
+		switch a {
+		case "msg", "level", "time":
+			continue // slog's own
+		}
+		if !strings.Contains(src.String(), strconv.Quote(a)) {
+			t.Errorf("log attribute %q is not written by the code any more: update docs/operations.md and this list", a)
+		}
+	}
+	if len(outcomeNames()) < 10 {
+		t.Errorf("outcomes: %v", outcomeNames())
+	}
+}

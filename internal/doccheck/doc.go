@@ -1,0 +1,27 @@
+// Package doccheck keeps idemkit's documentation honest. It has no API: its
+// tests, run by `make test` with every other test of the root module, fail
+// when the documentation and the code drift apart.
+//
+//   - pkgdoc_test.go: every package of the repository has a package comment
+//     (in doc.go), and every exported identifier of a non-main package (with
+//     the exported fields and methods of exported types) has a doc comment,
+//     as pkg.go.dev shows them.
+//   - codeblocks_test.go: every fenced code block of README.md,
+//     CONTRIBUTING.md and docs/*.md is compiled or checked. A ```go block
+//     that is a complete file (it starts with a package clause) is written
+//     to a temporary package inside the module and vetted; any other ```go
+//     block must carry a marker line "// example: <file> <Func>" and its
+//     lines must appear, in order, in that function of that _test.go file,
+//     which `go test` compiles and (with an Output comment) runs. Each
+//     command of a ```sh block must be `make <target>` with an existing
+//     target or an existing script of the repository; ```json blocks must
+//     parse; ```logsinsights blocks may only name log attributes and
+//     outcomes that exist. ```yaml blocks, and ```sh blocks that hold other
+//     commands, must name the test that checks them in a first-line marker
+//     "# checked-by: <test file>" (infra/docs_test.go checks those of
+//     docs/provisioning.md against the CDK stack). ```text blocks are
+//     output and are not checked. Relative links must point to existing
+//     files and headings.
+//   - gomod_test.go: the go line of go.mod, and the pins that keep it there,
+//     are the ones CONTRIBUTING.md documents.
+package doccheck
