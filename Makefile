@@ -20,6 +20,16 @@ demo:
 .PHONY: test
 test: vet lint lint-ci test-go test-min-go test-infra
 
+# Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local; writes
+# BENCHMARKS.md. Needs Go, Java 17+ and Node.js/npm (the pinned Powertools comparison in bench/powertools).
+# Fails if a calls-per-invocation target is missed. About 4 minutes on 2 cores (about 5 with cold caches).
+.PHONY: bench
+bench:
+	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \
+	  (cd bench/powertools && npm ci --no-audit --no-fund --loglevel=error)
+	go build -o build/bench/idembench ./bench
+	scripts/with-dynamodb.sh build/bench/idembench -out BENCHMARKS.md -cmd 'make bench'
+
 # Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora.
 .PHONY: fuzz
 fuzz:

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +16,26 @@ import (
 type machine struct {
 	CPU, Kernel, Memory, Go, Node, Java, DynamoDBLocal string
 	Cores                                              int
+	// DynamoDBLocalFound: the server's process was found on this machine
+	// (its CPU time is reported); InMemory: it runs with -inMemory.
+	DynamoDBLocalFound, InMemory bool
+	// Powertools holds the installed versions of bench/powertools' packages.
+	Powertools map[string]string
+}
+
+// powertoolsPackages are bench/powertools' dependencies, as reported.
+var powertoolsPackages = []string{"@aws-lambda-powertools/idempotency", "@aws-sdk/client-dynamodb", "@aws-sdk/lib-dynamodb"}
+
+// installedVersion reads the version of an npm package installed under dir.
+func installedVersion(dir, pkg string) string {
+	var p struct {
+		Version string `json:"version"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json"))
+	if err != nil || json.Unmarshal(b, &p) != nil || p.Version == "" {
+		return "not installed"
+	}
+	return p.Version
 }
 
 func describeMachine(root string, serverPID int) machine {
@@ -26,6 +48,14 @@ func describeMachine(root string, serverPID int) machine {
 		Node:          firstLine(output(root, "node", "--version")),
 		Java:          firstLine(output(root, "java", "-version")),
 		DynamoDBLocal: dynamoDBLocalVersion(serverPID),
+		Powertools:    map[string]string{},
+	}
+	if serverPID > 0 {
+		m.DynamoDBLocalFound = true
+		m.InMemory = strings.Contains(readFile(fmt.Sprintf("/proc/%d/cmdline", serverPID)), "-inMemory")
+	}
+	for _, pkg := range powertoolsPackages {
+		m.Powertools[pkg] = installedVersion(filepath.Join(root, "bench", "powertools"), pkg)
 	}
 	return m
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idemkit/internal/localddb"
 )
 
 // report collects the results and writes BENCHMARKS.md.
@@ -64,8 +66,9 @@ func (r *report) targets() []target {
 			thr := r.compare.pairedRatio(phase, phaseResult.throughput).Median
 			ci := r.compare.metric("idemkit", phase, phaseResult.callsPerInv).Median
 			cp := r.compare.metric("powertools", phase, phaseResult.callsPerInv).Median
+			cpu := r.compare.pairedRatio(phase, func(x phaseResult) float64 { return 1 / x.cpuPer1000() }).Median
 			t = append(t, target{"3", "throughput idemkit / Powertools: " + phaseName(phase), "≥ 2× at ≤ the calls",
-				fmt.Sprintf("%.2f× (calls %.2f vs %.2f)", thr, ci, cp), thr >= 2 && ci <= cp})
+				fmt.Sprintf("%.2f× (calls %.2f vs %.2f; client CPU per invocation %.2f× less)", thr, ci, cp, cpu), thr >= 2 && ci <= cp})
 		}
 	}
 	if r.inproc != nil {
@@ -80,14 +83,19 @@ func (r *report) targets() []target {
 	}
 	if hello := r.coldByName("hello"); hello != nil && len(hello.Starts) > 0 {
 		hi, _ := hello.medians()
+		sdk := r.coldByName("hello+dynamodb")
 		for _, c := range r.cold {
-			if c.Name == "hello" || len(c.Starts) == 0 {
+			if c.Name == "hello" || c.Name == "hello+dynamodb" || len(c.Starts) == 0 {
 				continue
 			}
 			ci, _ := c.medians()
 			ratio := ci.Median / hi.Median
-			t = append(t, target{"5", "init time " + c.Name + " / hello world", "≤ 1.3",
-				fmt.Sprintf("%.2f (%.1f ms vs %.1f ms)", ratio, ci.Median, hi.Median), ratio <= 1.3})
+			got := fmt.Sprintf("%.2f (%.1f ms vs %.1f ms)", ratio, ci.Median, hi.Median)
+			if sdk != nil && len(sdk.Starts) > 0 {
+				si, _ := sdk.medians()
+				got += fmt.Sprintf("; %.2f against hello + a DynamoDB client (%.1f ms)", ci.Median/si.Median, si.Median)
+			}
+			t = append(t, target{"5", "init time " + c.Name + " / hello world", "≤ 1.3", got, ratio <= 1.3})
 		}
 	}
 	if lo, hi, ok := r.scaleGrowth(0); ok {
@@ -195,7 +203,14 @@ func (r *report) markdown() string {
 	p("| Go | %s |\n", r.machine.Go)
 	p("| Node.js | %s |\n", r.machine.Node)
 	p("| Java | %s |\n", r.machine.Java)
-	p("| DynamoDB Local | %s, in memory, on the same machine (it shares the %d cores with the clients) |\n", r.machine.DynamoDBLocal, r.machine.Cores)
+	switch m := r.machine; {
+	case m.DynamoDBLocalFound && m.InMemory:
+		p("| DynamoDB Local | %s, in memory, on the same machine (it shares the %d cores with the clients) |\n", m.DynamoDBLocal, m.Cores)
+	case m.DynamoDBLocalFound:
+		p("| DynamoDB Local | %s, on the same machine (it shares the %d cores with the clients) |\n", m.DynamoDBLocal, m.Cores)
+	default:
+		p("| DynamoDB | `%s`: its process was not found on this machine, so its CPU time is not reported |\n", localddb.Endpoint())
+	}
 	p("| date | %s |\n", r.started.Format(time.RFC3339))
 	p("| load average (/proc/loadavg) | %s at the start, %s at the end; see [Run conditions](#run-conditions) |\n\n", r.loadStart, r.loadEnd)
 
@@ -287,8 +302,9 @@ func (r *report) writeCompare(p func(string, ...any)) {
 		return
 	}
 	cmp := r.compare
-	p("`@aws-lambda-powertools/idempotency` 2.35.0 with `@aws-sdk/client-dynamodb` and `@aws-sdk/lib-dynamodb` "+
-		"3.1162.0 (pinned in bench/powertools/package.json and package-lock.json), `makeIdempotent` over "+
+	pv := r.machine.Powertools
+	p("`@aws-lambda-powertools/idempotency` %s with `@aws-sdk/client-dynamodb` %s and `@aws-sdk/lib-dynamodb` %s "+
+		"(as installed; pinned in bench/powertools/package.json and package-lock.json), `makeIdempotent` over "+
 		"`DynamoDBPersistenceLayer` (bench/powertools/bench.mjs), against idemkit's `Wrap` over `dynamostore` "+
 		"(`idembench drive`, bench/drive.go). Both: the same DynamoDB Local, a table of their own per run with the same "+
 		"layout (key `id`; `expiration`, `in_progress_expiration`, `status`, `data`, `validation`), expiry 3600 s, the "+
@@ -299,7 +315,8 @@ func (r *report) writeCompare(p func(string, ...any)) {
 		"each, alternating which goes first. Calls are counted by a middleware in both (Go: the SDK stack; Node: "+
 		"`client.middlewareStack.add` at `initialize`). CPU is the driver process's own over the phase (Go: "+
 		"`getrusage(RUSAGE_SELF)`; Node: `process.cpuUsage()`); DynamoDB Local's CPU is read from "+
-		"`/proc/<pid>/stat` over the same phase.\n\n", cmp.Concurrency, r.cfg.Warm, cmp.N, cmp.N, cmp.Rounds)
+		"`/proc/<pid>/stat` over the same phase.\n\n", pv[powertoolsPackages[0]], pv[powertoolsPackages[1]], pv[powertoolsPackages[2]],
+		cmp.Concurrency, r.cfg.Warm, cmp.N, cmp.N, cmp.Rounds)
 	type metric struct {
 		name, unit   string
 		f            func(phaseResult) float64
@@ -344,9 +361,17 @@ func (r *report) writeCompare(p func(string, ...any)) {
 		}
 		client := func(x phaseResult) float64 { return x.CPUUser + x.CPUSys }
 		server := func(x phaseResult) float64 { return x.ServerCPU }
-		p("Cores kept busy during the %s (CPU seconds per second, medians): idemkit's driver %.2f and DynamoDB Local "+
-			"%.2f; Powertools' driver %.2f (Node runs JavaScript on one thread) and DynamoDB Local %.2f.\n",
+		p("- Cores kept busy during the %s (CPU seconds per second, medians): idemkit's driver %.2f and DynamoDB Local "+
+			"%.2f; Powertools' driver %.2f (Node runs JavaScript on one thread) and DynamoDB Local %.2f.",
 			phaseName(phase), busy("idemkit", client), busy("idemkit", server), busy("powertools", client), busy("powertools", server))
+		if top := r.maxServerBusy(); top > 0 && busy("idemkit", server) >= 0.9*top {
+			p(" DynamoDB Local's %.2f cores in idemkit's runs are %.0f%% of the most it used in any phase of this run (%.2f): "+
+				"there idemkit ran at DynamoDB Local's ceiling on this machine, not at its own.", busy("idemkit", server), 100*busy("idemkit", server)/top, top)
+		}
+		if b := busy("powertools", client); b >= 0.9 {
+			p(" Powertools' driver at %.2f cores was at the ceiling of Node's one JavaScript thread.", b)
+		}
+		p("\n")
 	}
 	p("\n")
 	p("DynamoDB Local is the bottleneck and is shared: it runs on the same %d cores as the driver, so a client that burns "+
@@ -440,7 +465,9 @@ func (r *report) writeCold(p func(string, ...any)) {
 		"behind the functions and a fresh key per start (events/payments-new.json, events/orders-batch.json with new "+
 		"keys), so each first response does its full claim, side effect and completion. %d starts of each, interleaved "+
 		"(the order rotates), after one unmeasured start each. `hello` is bench/hello, an aws-lambda-go function that "+
-		"does nothing, built the same way.\n\n", strings.Join(quoteAll(lambdaBuildFlags), " "), runtime.GOARCH, r.cfg.ColdReps)
+		"does nothing, built the same way; `hello+dynamodb` (bench/hellodynamodb) is the same plus what any function "+
+		"using DynamoDB does at init (config.LoadDefaultConfig and a client), so the samples' init against it is "+
+		"idemkit's own start-up cost.\n\n", strings.Join(quoteAll(lambdaBuildFlags), " "), runtime.GOARCH, r.cfg.ColdReps)
 	hello := r.coldByName("hello")
 	var hi, hf spread
 	if hello != nil {
@@ -546,14 +573,14 @@ func (r *report) writeScale(p func(string, ...any)) {
 	p("\n")
 	for _, d := range []float64{0, r.cfg.ScaleDups} {
 		if lo, hi, ok := r.scaleGrowth(d); ok {
-			p("With %.0f%% duplicates, client CPU per invocation at concurrency 64 is %.2f× that at concurrency 1 "+
+			p("- With %.0f%% duplicates, client CPU per invocation at concurrency 64 is %.2f× that at concurrency 1 "+
 				"(%.0f µs vs %.0f µs).\n", 100*d, hi/lo, hi, lo)
 		}
 	}
 	p("\n\"Expected from the outcomes\" is §1's floor applied to the outcomes the run reported (2 calls per executed " +
 		"invocation, 1 per replayed or in-progress one), divided by the invocations. Throughput stops growing once " +
 		"DynamoDB Local and the driver saturate the cores they share; beyond that, more concurrency only queues " +
-		"(latency grows, throughput does not).\n")
+		"(latency grows, throughput does not).\n\n")
 }
 
 // expectedCalls is the calls per invocation the floor of §1 predicts for a
@@ -579,4 +606,23 @@ func (r *report) writeLoads(p func(string, ...any)) {
 		p("| %s | %.1f s | %.2f cores | %.2f cores | %.2f cores |\n", l.Name, w, l.Ours/w, l.Server/w, l.Others/w)
 	}
 	p("\n")
+}
+
+// maxServerBusy is the most DynamoDB Local was kept busy (cores) in any
+// driver phase of the run: its practical ceiling on this machine.
+func (r *report) maxServerBusy() float64 {
+	top := 0.0
+	for _, runs := range r.compare.Runs {
+		for _, x := range runs {
+			if x.ServerCPU >= 0 {
+				top = max(top, x.ServerCPU/x.Seconds)
+			}
+		}
+	}
+	for _, s := range r.scale {
+		if s.Result.ServerCPU >= 0 {
+			top = max(top, s.Result.ServerCPU/s.Result.Seconds)
+		}
+	}
+	return top
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/emf"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
@@ -52,12 +54,19 @@ type demo struct {
 	paidIn     map[string]string // paymentId → the step that created it
 	failed     int               // steps that did not turn out as told
 	firstPay   string
+
+	emfLines bytes.Buffer            // what the functions' EMF metrics would log
+	metrics  map[string]*emf.Metrics // per function
 }
 
 func newDemo(w io.Writer, client *dynamodb.Client, tables localddb.Tables) *demo {
 	d := &demo{w: w, client: client, tables: tables, store: dynamostore.New(client, tables.Idempotency),
 		totals:     map[string]map[idempotent.Outcome]int{"payments": {}, "orders": {}},
 		recordStep: map[string]string{}, paidIn: map[string]string{}}
+	d.metrics = map[string]*emf.Metrics{}
+	for _, fn := range []string{"payments", "orders"} {
+		d.metrics[fn] = emf.New(&d.emfLines, func(o *emf.Options) { o.Dimensions = map[string]string{"FunctionName": fn} })
+	}
 	d.payments = payments.New(d.store, client, tables.Payments,
 		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(d.hook("payments"))))
 	d.orders = orders.New(d.store, client, tables.Inventory,
@@ -72,6 +81,7 @@ func (d *demo) hook(function string) func(context.Context, idempotent.Event) {
 		defer d.mu.Unlock()
 		d.step = append(d.step, ev)
 		d.totals[function][ev.Outcome]++
+		d.metrics[function].Hook(ctx, ev)
 		if _, seen := d.recordStep[ev.RecordID]; !seen && ev.RecordID != "" {
 			d.recordStep[ev.RecordID] = d.cur
 		}

@@ -72,6 +72,11 @@ func (d *demo) show(ctx context.Context) error {
 	for _, fn := range []string{"payments", "orders"} {
 		fmt.Fprintf(d.w, "  %-9s %s\n", fn, formatOutcomes(d.totals[fn]))
 	}
+	d.mu.Lock()
+	lines := strings.Split(strings.TrimSpace(d.emfLines.String()), "\n")
+	d.mu.Unlock()
+	fmt.Fprintf(d.w, "\nThe same outcomes as CloudWatch metrics (package emf): %d Embedded Metric Format log lines, one per invocation; the last:\n  %s\n",
+		len(lines), lines[len(lines)-1])
 	return nil
 }
 

@@ -8,7 +8,10 @@ import (
 
 	"github.com/idemkit/idemkit/functions/internal/boot"
 	"github.com/idemkit/idemkit/functions/orders"
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/emf"
+	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 )
 
 func main() {
@@ -21,5 +24,8 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	lambda.Start(orders.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.InventoryTable))
+	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
+	metrics := emf.New(os.Stdout)
+	lambda.Start(orders.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.InventoryTable,
+		sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(metrics.Hook))))
 }

@@ -8,7 +8,10 @@ import (
 
 	"github.com/idemkit/idemkit/functions/internal/boot"
 	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/emf"
 )
 
 func main() {
@@ -21,5 +24,8 @@ func main() {
 	if err != nil {
 		boot.Fatal(err)
 	}
-	lambda.Start(payments.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable))
+	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
+	metrics := emf.New(os.Stdout)
+	lambda.Start(payments.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable,
+		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(metrics.Hook))))
 }
