@@ -246,6 +246,17 @@ func (r *report) argvRel() []string {
 	return a
 }
 
+// section writes a section's heading and, when errMsg is set, that it was not
+// measured and why; it reports whether it was measured (errMsg is empty).
+func section(p func(string, ...any), title, errMsg string) bool {
+	p("## %s\n\n", title)
+	if errMsg != "" {
+		p("Not measured: `%s`\n\n", errMsg)
+		return false
+	}
+	return true
+}
+
 func (r *report) writeCalls(p func(string, ...any)) {
 	p("## 1. DynamoDB calls per invocation\n\n")
 	p("Counted by a middleware on the SDK client's stack against DynamoDB Local: operations at the Initialize step "+
@@ -275,9 +286,7 @@ func (r *report) writeCalls(p func(string, ...any)) {
 }
 
 func (r *report) writeFloor(p func(string, ...any)) {
-	p("## 2. Distance from the floor\n\n")
-	if r.floorErr != "" {
-		p("Not measured: `%s`\n\n", r.floorErr)
+	if !section(p, "2. Distance from the floor", r.floorErr) {
 		return
 	}
 	p("The wrapper (`idempotent.Wrap` over `dynamostore`) against the calls it cannot avoid, made by hand with the SDK "+
@@ -296,9 +305,7 @@ func (r *report) writeFloor(p func(string, ...any)) {
 }
 
 func (r *report) writeCompare(p func(string, ...any)) {
-	p("## 3. Side by side with Powertools for AWS Lambda (TypeScript)\n\n")
-	if r.compareErr != "" {
-		p("Not measured: `%s`\n\n", r.compareErr)
+	if !section(p, "3. Side by side with Powertools for AWS Lambda (TypeScript)", r.compareErr) {
 		return
 	}
 	cmp := r.compare
@@ -401,12 +408,8 @@ func fmtOutcomes(m map[string]int) string {
 }
 
 func (r *report) writeInproc(p func(string, ...any)) {
-	p("## 4. In-process overhead\n\n")
-	if r.inprocErr != "" {
-		p("Not measured: `%s`\n\n", r.inprocErr)
-		if r.inproc == nil {
-			return
-		}
+	if !section(p, "4. In-process overhead", r.inprocErr) && r.inproc == nil {
+		return
 	}
 	in := r.inproc
 	p("`go test -bench` of the core (idempotent/bench_test.go and idempotent/bench_more_test.go): the memory store or "+
@@ -450,10 +453,7 @@ func (r *report) writeInproc(p func(string, ...any)) {
 }
 
 func (r *report) writeCold(p func(string, ...any)) {
-	p("## 5. Cold start\n\n")
-	if r.coldErr != "" {
-		p("Not measured: `%s`\n\n", r.coldErr)
-	}
+	section(p, "5. Cold start", r.coldErr)
 	if len(r.cold) == 0 {
 		return
 	}
@@ -548,10 +548,7 @@ func (r *report) writeInitClock(p func(string, ...any)) {
 }
 
 func (r *report) writeScale(p func(string, ...any)) {
-	p("## 6. Scale\n\n")
-	if r.scaleErr != "" {
-		p("Not measured: `%s`\n\n", r.scaleErr)
-	}
+	section(p, "6. Scale", r.scaleErr)
 	if len(r.scale) == 0 {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // counter is a handler with a visible side effect: the number of runs.
@@ -712,7 +713,7 @@ func TestLogsNeverCarryKeysOrPayloads(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var logs bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := testlog.Logger(&logs)
 	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
 		if o.Amount < 0 {
 			return receipt{}, errors.New("negative")

@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"bytes"
 	"compress/flate"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -41,6 +42,17 @@ func completedItem(id string, data []byte) item {
 		"data":       b(data),
 		"version":    n(idempotent.RecordVersion),
 	}
+}
+
+// completeOnce calls wrapped for a new charge and requires success; it
+// returns the charge and the ID of the record the call completed, for a test
+// to corrupt.
+func completeOnce(t testing.TB, wrapped func(context.Context, charge) (receipt, error), seen *outcomes) (charge, string) {
+	t.Helper()
+	in := charge{ID: newKey(t)}
+	_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
+	require.NoError(t, err)
+	return in, seen.last(t).RecordID
 }
 
 // bomb is DEFLATE data that inflates to 65 MB, more than the 64 MB the
@@ -146,13 +158,8 @@ func TestCorruptRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var h counter
-			var seen outcomes
-			wrapped := idempotent.Wrap(store, h.handle, idempotent.WithKey(byID), seen.hook())
-			in := charge{ID: newKey(t)}
-			_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
-			require.NoError(t, err)
-			id := seen.last(t).RecordID
+			wrapped, h, seen := wrapCounter(store)
+			in, id := completeOnce(t, wrapped, seen)
 
 			bad := completedItem(id, good)
 			tt.change(bad)
@@ -160,6 +167,7 @@ func TestCorruptRecords(t *testing.T) {
 			stored := e.record(t, id)
 
 			var out receipt
+			var err error
 			require.NotPanics(t, func() { out, err = wrapped(ctxTimeout(t, 10*time.Second), in) })
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 			assert.Contains(t, err.Error(), says[tt.name])
@@ -176,13 +184,8 @@ func TestCorruptRecords(t *testing.T) {
 func TestCorruptRecordExpired(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	var seen outcomes
-	wrapped := idempotent.Wrap(dynamostore.New(e.client, e.tables.Idempotency), h.handle, idempotent.WithKey(byID), seen.hook())
-	in := charge{ID: newKey(t)}
-	_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
-	require.NoError(t, err)
-	id := seen.last(t).RecordID
+	wrapped, _, seen := wrapCounter(dynamostore.New(e.client, e.tables.Idempotency))
+	in, id := completeOnce(t, wrapped, seen)
 	bad := completedItem(id, []byte("x garbage"))
 	bad["expiration"] = n(time.Now().Add(-time.Minute).Unix())
 	delete(bad, "lease")
@@ -202,18 +205,14 @@ func TestCorruptRecordExpired(t *testing.T) {
 func TestInProgressWithoutLeaseEnd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	var seen outcomes
-	wrapped := idempotent.Wrap(dynamostore.New(e.client, e.tables.Idempotency), h.handle, idempotent.WithKey(byID), seen.hook())
-	in := charge{ID: newKey(t)}
-	_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
-	require.NoError(t, err)
-	bad := completedItem(seen.last(t).RecordID, nil)
+	wrapped, _, seen := wrapCounter(dynamostore.New(e.client, e.tables.Idempotency))
+	in, id := completeOnce(t, wrapped, seen)
+	bad := completedItem(id, nil)
 	bad["status"] = s("INPROGRESS")
 	delete(bad, "data")
 	e.put(t, bad)
 
-	_, err = wrapped(ctxTimeout(t, 10*time.Second), in)
+	_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
 	require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
-	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 )
 
 // charge is the input of the handlers these tests wrap; ID is the key.
@@ -76,11 +75,8 @@ func TestClaimFaultsAreRetriedBySDK(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	for _, kind := range []faultKind{throttling, provisioned, serverError, unavailable} {
 		t.Run(kind.String(), func(t *testing.T) {
-			var h counter
-			var seen outcomes
-			wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook())
-			e.faults.disarm()
-			e.faults.resetCounts()
+			wrapped, h, seen := wrapCounter(e.store())
+			e.faults.reset()
 			e.faults.arm("PutItem", kind, 2)
 
 			out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t), Amount: 1})
@@ -113,10 +109,8 @@ func TestClaimFaultsPersist(t *testing.T) {
 		t.Run(tt.kind.String(), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, envOptions{maxAttempts: tt.maxAttempts})
-			var h counter
-			var seen outcomes
 			logger, logs := newLogger()
-			wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook(), idempotent.WithLogger(logger))
+			wrapped, h, seen := wrapCounter(e.store(), idempotent.WithLogger(logger))
 			e.faults.arm("PutItem", tt.kind, -1)
 
 			in := charge{ID: newKey(t)}
@@ -152,8 +146,7 @@ func TestClaimFaultsPersist(t *testing.T) {
 func TestClaimWithSDKDefaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{defaultRetry: true})
-	var h counter
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID))
+	wrapped, _, _ := wrapCounter(e.store())
 	e.faults.arm("PutItem", provisioned, 1)
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	require.NoError(t, err)
@@ -166,8 +159,7 @@ func TestClaimWithSDKDefaults(t *testing.T) {
 func TestClaimAttemptTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
-	var h counter
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID))
+	wrapped, h, _ := wrapCounter(e.store())
 
 	e.faults.arm("PutItem", stall, 1)
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
@@ -191,9 +183,7 @@ func TestClaimAttemptTimeout(t *testing.T) {
 func TestClaimLostResponse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
-	var h counter
-	var seen outcomes
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook())
+	wrapped, _, seen := wrapCounter(e.store())
 	e.faults.arm("PutItem", lostResponse, 1)
 
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
@@ -224,12 +214,8 @@ func TestClaimOutcomeUnknown(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
-			var h counter
-			var seen outcomes
 			var clk clock
-			opts := []idempotent.Option{idempotent.WithKey(byID), seen.hook(), idempotent.WithClock(clk.now),
-				idempotent.WithMaxLease(testLease), idempotent.WithClockSkew(100 * time.Millisecond)}
-			wrapped := idempotent.Wrap(e.store(), h.handle, opts...)
+			wrapped, h, seen := wrapCounter(e.store(), leaseOptions(&clk)...)
 			e.faults.arm("PutItem", lostResponse, 1)
 			e.faults.arm("PutItem", serverError, -1)
 			if tt.releaseFails {
@@ -270,8 +256,7 @@ func TestClaimOutcomeUnknown(t *testing.T) {
 func TestClaimDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID))
+	wrapped, h, _ := wrapCounter(e.store())
 	e.faults.arm("PutItem", stall, -1)
 
 	start := time.Now()
@@ -289,8 +274,7 @@ func TestClaimDeadline(t *testing.T) {
 func TestClaimCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID))
+	wrapped, h, _ := wrapCounter(e.store())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -323,11 +307,7 @@ func TestClaimFaultsThroughAdapters(t *testing.T) {
 	t.Run("api gateway", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOptions{})
-		var runs atomic.Int32
-		handler := apigateway.WrapV2(e.store(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			runs.Add(1)
-			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "created"}, nil
-		})
+		handler, runs := wrapCreatedV2(e.store())
 		req := httpRequest(newKey(t), `{"amount":1}`)
 		e.faults.arm("PutItem", throttling, -1)
 		resp, err := handler(ctxTimeout(t, 10*time.Second), req)
@@ -346,11 +326,7 @@ func TestClaimFaultsThroughAdapters(t *testing.T) {
 	t.Run("sqs", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOptions{})
-		var runs atomic.Int32
-		handler := sqsbatch.Wrap(e.store(), func(context.Context, charge) error {
-			runs.Add(1)
-			return nil
-		}, sqsbatch.WithKey(byID))
+		handler, runs := wrapBatch(e.store())
 		batch := events.SQSEvent{Records: []events.SQSMessage{
 			{MessageId: "m1", Body: `{"id":"` + newKey(t) + `-1","amount":1}`},
 			{MessageId: "m2", Body: `{"id":"` + newKey(t) + `-2","amount":2}`},
@@ -378,11 +354,7 @@ func TestCompleteFailsThroughAdapters(t *testing.T) {
 	t.Run("api gateway", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOptions{})
-		var runs atomic.Int32
-		handler := apigateway.WrapV2(e.store(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			runs.Add(1)
-			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "created"}, nil
-		})
+		handler, _ := wrapCreatedV2(e.store())
 		e.faults.arm("UpdateItem", unavailable, -1)
 		resp, err := handler(ctxTimeout(t, 10*time.Second), httpRequest(newKey(t), `{"amount":1}`))
 		require.NoError(t, err)
@@ -393,11 +365,7 @@ func TestCompleteFailsThroughAdapters(t *testing.T) {
 	t.Run("sqs", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOptions{})
-		var runs atomic.Int32
-		handler := sqsbatch.Wrap(e.store(), func(context.Context, charge) error {
-			runs.Add(1)
-			return nil
-		}, sqsbatch.WithKey(byID))
+		handler, runs := wrapBatch(e.store())
 		e.faults.arm("UpdateItem", throttling, -1)
 		resp, err := handler(ctxTimeout(t, 10*time.Second), events.SQSEvent{Records: []events.SQSMessage{
 			{MessageId: "m1", Body: `{"id":"` + newKey(t) + `","amount":1}`},
@@ -445,11 +413,8 @@ func TestCompleteRetried(t *testing.T) {
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	for _, kind := range []faultKind{serverError, throttling, lostResponse} {
 		t.Run(kind.String(), func(t *testing.T) {
-			var h counter
-			var seen outcomes
-			wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook())
-			e.faults.disarm()
-			e.faults.resetCounts()
+			wrapped, h, seen := wrapCounter(e.store())
+			e.faults.reset()
 			e.faults.arm("UpdateItem", kind, 1)
 
 			in := charge{ID: newKey(t)}
@@ -474,12 +439,9 @@ func TestCompleteRetried(t *testing.T) {
 func TestCompleteFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	var seen outcomes
 	var clk clock
 	logger, logs := newLogger()
-	wrapped := idempotent.Wrap(e.store(), h.handle,
-		append(leaseOptions(&clk), idempotent.WithKey(byID), seen.hook(), idempotent.WithLogger(logger))...)
+	wrapped, h, seen := wrapCounter(e.store(), append(leaseOptions(&clk), idempotent.WithLogger(logger))...)
 	e.faults.arm("UpdateItem", throttling, -1)
 
 	in := charge{ID: newKey(t), Amount: 7}
@@ -527,9 +489,7 @@ func TestCompleteFails(t *testing.T) {
 func TestCompleteWithinDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{attemptTimeout: 200 * time.Millisecond, maxAttempts: 100})
-	var h counter
-	var seen outcomes
-	wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook())
+	wrapped, _, seen := wrapCounter(e.store())
 	e.faults.arm("UpdateItem", stall, -1)
 
 	start := time.Now()
@@ -570,11 +530,8 @@ func TestReleaseRetried(t *testing.T) {
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	for _, kind := range []faultKind{serverError, lostResponse} {
 		t.Run(kind.String(), func(t *testing.T) {
-			var h counter
-			var seen outcomes
-			wrapped := idempotent.Wrap(e.store(), h.handle, idempotent.WithKey(byID), seen.hook())
-			e.faults.disarm()
-			e.faults.resetCounts()
+			wrapped, h, seen := wrapCounter(e.store())
+			e.faults.reset()
 			e.faults.arm("DeleteItem", kind, 1)
 
 			h.fail.Store(true)
@@ -599,12 +556,9 @@ func TestReleaseRetried(t *testing.T) {
 func TestReleaseFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	var h counter
-	var seen outcomes
 	var clk clock
 	logger, logs := newLogger()
-	wrapped := idempotent.Wrap(e.store(), h.handle,
-		append(leaseOptions(&clk), idempotent.WithKey(byID), seen.hook(), idempotent.WithLogger(logger))...)
+	wrapped, h, seen := wrapCounter(e.store(), append(leaseOptions(&clk), idempotent.WithLogger(logger))...)
 	e.faults.arm("DeleteItem", serverError, -1)
 
 	h.fail.Store(true)

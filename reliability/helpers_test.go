@@ -1,25 +1,30 @@
 package reliability_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // processLogs receives every record logged through slog.Default by this test
@@ -37,29 +42,14 @@ func TestMain(m *testing.M) {
 	if !parallelSet {
 		_ = flag.Set("test.parallel", "8")
 	}
-	slog.SetDefault(slog.New(slog.NewJSONHandler(processLogs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	slog.SetDefault(testlog.Logger(processLogs))
 	code := m.Run()
 	removeCrashee()
 	os.Exit(code)
 }
 
-// logBuffer is an io.Writer for slog JSON handlers, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// logBuffer collects the lines of slog JSON handlers, safe for concurrent use.
+type logBuffer struct{ testlog.Buffer }
 
 // records decodes the JSON lines written so far.
 func (b *logBuffer) records(t testing.TB) []map[string]any {
@@ -104,7 +94,7 @@ func jsonLines(t testing.TB, s string) []map[string]any {
 // newLogger returns a debug-level JSON logger writing into a fresh buffer.
 func newLogger() (*slog.Logger, *logBuffer) {
 	b := &logBuffer{}
-	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+	return testlog.Logger(b), b
 }
 
 // outcomes collects the events a wrapper reports through WithOutcomeHook.
@@ -300,4 +290,32 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// wrapCounter wraps the handle method of a new counter on store, keyed by the
+// charge's ID and reporting to a new outcomes, with opts after those.
+func wrapCounter(store idempotent.Store, opts ...idempotent.Option) (func(context.Context, charge) (receipt, error), *counter, *outcomes) {
+	h, seen := &counter{}, &outcomes{}
+	opts = append([]idempotent.Option{idempotent.WithKey(byID), seen.hook()}, opts...)
+	return idempotent.Wrap(store, h.handle, opts...), h, seen
+}
+
+// wrapCreatedV2 wraps, with the API Gateway adapter on store, an HTTP API
+// handler that answers 201 "created"; runs counts its executions.
+func wrapCreatedV2(store idempotent.Store) (handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), runs *atomic.Int32) {
+	runs = &atomic.Int32{}
+	return apigateway.WrapV2(store, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		runs.Add(1)
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "created"}, nil
+	}), runs
+}
+
+// wrapBatch wraps, with the SQS adapter on store, a handler of charges keyed
+// by their ID that succeeds; runs counts its executions.
+func wrapBatch(store idempotent.Store) (handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), runs *atomic.Int32) {
+	runs = &atomic.Int32{}
+	return sqsbatch.Wrap(store, func(context.Context, charge) error {
+		runs.Add(1)
+		return nil
+	}, sqsbatch.WithKey(byID)), runs
 }

@@ -106,10 +106,12 @@ func (f *faultyTransport) count(op string) int {
 	return f.attempts[op]
 }
 
-// resetCounts zeroes the counts.
-func (f *faultyTransport) resetCounts() {
+// reset removes every fault and zeroes the counts, for a subtest that
+// shares its env with others.
+func (f *faultyTransport) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	clear(f.armed)
 	clear(f.attempts)
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,14 +97,16 @@ func hoursMinutes(d time.Duration) string {
 }
 
 func formatOutcomes(counts map[idempotent.Outcome]int) string {
-	outcomes := make([]idempotent.Outcome, 0, len(counts))
-	for o := range counts {
-		outcomes = append(outcomes, o)
+	return joinSorted(counts, "%s %d", " · ")
+}
+
+// joinSorted formats each key of m with its value by format, in key order,
+// and joins the results with sep.
+func joinSorted[K cmp.Ordered, V any](m map[K]V, format, sep string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
-	slices.Sort(outcomes)
-	parts := make([]string, len(outcomes))
-	for i, o := range outcomes {
-		parts[i] = fmt.Sprintf("%s %d", o, counts[o])
-	}
-	return strings.Join(parts, " · ")
+	return strings.Join(parts, sep)
 }

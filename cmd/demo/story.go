@@ -340,16 +340,7 @@ func (d *demo) inventory(ctx context.Context) (map[string]int64, error) {
 }
 
 func formatStock(stock map[string]int64) string {
-	skus := make([]string, 0, len(stock))
-	for sku := range stock {
-		skus = append(skus, sku)
-	}
-	slices.Sort(skus)
-	parts := make([]string, len(skus))
-	for i, sku := range skus {
-		parts[i] = fmt.Sprintf("%s reserved %d", sku, stock[sku])
-	}
-	return strings.Join(parts, ", ")
+	return joinSorted(stock, "%s reserved %d", ", ")
 }
 
 func mapsEqual(a, b map[string]int64) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // quiet keeps the core's and the adapter's logs out of test output.
@@ -504,14 +505,14 @@ func TestHandlerFailure(t *testing.T) {
 				t.Parallel()
 				var c counter
 				fail := true
-				var logs syncBuffer
+				var logs testlog.Buffer
 				call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, r req) (resp, error) {
 					if fail {
 						fail = false
 						return tt.fail()
 					}
 					return c.handle(ctx, r)
-				}, apigateway.WithLogger(debugLogger(&logs)))
+				}, apigateway.WithLogger(testlog.Logger(&logs)))
 
 				first := call(post("k", "{}"))
 				requireProblem(t, first, http.StatusInternalServerError, apigateway.ProblemInternal)
@@ -699,7 +700,7 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			var logs syncBuffer
+			var logs testlog.Buffer
 			fail := true
 			call := f.wrap(t, idempotent.NewMemoryStore(), func(_ context.Context, r req) (resp, error) {
 				if strings.Contains(r.body, "fail") && fail {
@@ -710,7 +711,7 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 					panic("downstream exploded")
 				}
 				return resp{status: http.StatusOK, body: `{"echo":"` + marker + `"}`}, nil
-			}, apigateway.WithLogger(debugLogger(&logs)))
+			}, apigateway.WithLogger(testlog.Logger(&logs)))
 
 			body := `{"note":"` + marker + `"}`
 			call(post(key, body))                                       // executed

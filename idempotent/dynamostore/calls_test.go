@@ -53,6 +53,19 @@ func TestWrapCallCounts(t *testing.T) {
 	}
 	ok := func(context.Context, request) (response, error) { return response{N: 1}, nil }
 	errHandler := errors.New("handler failed")
+	// replay runs h for a new key, then again for the same key, which must
+	// get the first response back; it returns the second invocation's calls.
+	replay := func(t *testing.T, h func(context.Context, request) (response, error)) []string {
+		t.Helper()
+		req := newKey()
+		_, err := h(t.Context(), req)
+		require.NoError(t, err)
+		counter.take()
+		out, err := h(t.Context(), req)
+		require.NoError(t, err)
+		assert.Equal(t, response{N: 1}, out)
+		return counter.take()
+	}
 
 	tests := []struct {
 		name string
@@ -77,15 +90,9 @@ func TestWrapCallCounts(t *testing.T) {
 			run: func(t *testing.T) []string {
 				var runs atomic.Int32
 				h := wrap(func(ctx context.Context, r request) (response, error) { runs.Add(1); return ok(ctx, r) }, &event{})
-				req := newKey()
-				_, err := h(t.Context(), req)
-				require.NoError(t, err)
-				counter.take()
-				out, err := h(t.Context(), req)
-				require.NoError(t, err)
-				assert.Equal(t, response{N: 1}, out)
+				calls := replay(t, h)
 				assert.EqualValues(t, 1, runs.Load(), "the handler ran once")
-				return counter.take()
+				return calls
 			},
 			want: []string{"PutItem"},
 		},
@@ -155,18 +162,11 @@ func TestWrapCallCounts(t *testing.T) {
 			name: "local cache replay",
 			run: func(t *testing.T) []string {
 				ev := &event{}
-				h := wrap(ok, ev, idempotent.WithLocalCache(16))
-				req := newKey()
-				_, err := h(t.Context(), req)
-				require.NoError(t, err)
-				counter.take()
-				out, err := h(t.Context(), req)
-				require.NoError(t, err)
-				assert.Equal(t, response{N: 1}, out)
+				calls := replay(t, wrap(ok, ev, idempotent.WithLocalCache(16)))
 				ev.mu.Lock()
 				defer ev.mu.Unlock()
 				assert.True(t, ev.events[len(ev.events)-1].FromCache)
-				return counter.take()
+				return calls
 			},
 			want: []string{},
 		},

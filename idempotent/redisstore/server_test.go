@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
@@ -102,6 +103,16 @@ func liveRecord(now time.Time) idempotent.Record {
 		Fingerprint:    "fp-" + randomHex(16),
 		Version:        idempotent.RecordVersion,
 	}
+}
+
+// claimNew claims a fresh record (see liveRecord) on store at now, and
+// requires the claim to succeed.
+func claimNew(t testing.TB, store *redisstore.Store, now time.Time) idempotent.Record {
+	t.Helper()
+	rec := liveRecord(now)
+	_, err := store.Claim(ctxT(t), rec, now)
+	require.NoError(t, err)
+	return rec
 }
 
 // completedRecord is rec completed with data, expiring an hour after now.

@@ -114,9 +114,7 @@ func TestKeyPrefix(t *testing.T) {
 	prefix := testPrefix(t, client)
 	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix + "app:" })
 	now := time.Now()
-	rec := liveRecord(now)
-	_, err := store.Claim(ctxT(t), rec, now)
-	require.NoError(t, err)
+	rec := claimNew(t, store, now)
 	assert.Equal(t, int64(1), client.Exists(ctxT(t), prefix+"app:"+rec.ID).Val())
 }
 
@@ -127,9 +125,7 @@ func TestClaimOwnLeaseDoesNotWrite(t *testing.T) {
 	store, client := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	rec := liveRecord(now)
-	_, err := store.Claim(ctx, rec, now)
-	require.NoError(t, err)
+	rec := claimNew(t, store, now)
 	done := completedRecord(rec, []byte("p1"), now)
 	require.NoError(t, store.Complete(ctx, done))
 
@@ -248,9 +244,7 @@ func TestExpiryInPast(t *testing.T) {
 	assert.Equal(t, int64(0), client.Exists(ctx, store.Key(rec.ID)).Val())
 
 	now := time.Now()
-	rec = liveRecord(now)
-	_, err = store.Claim(ctx, rec, now)
-	require.NoError(t, err)
+	rec = claimNew(t, store, now)
 	err = store.Complete(ctx, completedRecord(rec, []byte("p"), past))
 	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
 	assert.Equal(t, "INPROGRESS", client.HGet(ctx, store.Key(rec.ID), "status").Val(), "the record after a refused completion")
@@ -270,9 +264,7 @@ func TestTooLargeDefault(t *testing.T) {
 	store, client := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	rec := liveRecord(now)
-	_, err := store.Claim(ctx, rec, now)
-	require.NoError(t, err)
+	rec := claimNew(t, store, now)
 	key := store.Key(rec.ID)
 
 	// The largest data that fits the default limit is stored; one byte more is refused.
@@ -281,7 +273,7 @@ func TestTooLargeDefault(t *testing.T) {
 	fits := completedRecord(rec, bytes.Repeat([]byte{'x'}, room), now)
 	require.NoError(t, store.Complete(ctx, fits))
 	over := completedRecord(rec, bytes.Repeat([]byte{'y'}, room+1), now)
-	err = store.Complete(ctx, over)
+	err := store.Complete(ctx, over)
 	require.ErrorIs(t, err, idempotent.ErrTooLarge)
 	assert.Equal(t, int64(room), client.HStrLen(ctx, key, "data").Val())
 	assert.NotContains(t, client.HGet(ctx, key, "data").Val(), "y")
@@ -292,11 +284,9 @@ func TestMaxItemBytesOption(t *testing.T) {
 	store, _ := newStore(t, func(o *redisstore.Options) { o.MaxItemBytes = 1 << 20 })
 	ctx := ctxT(t)
 	now := time.Now()
-	rec := liveRecord(now)
-	_, err := store.Claim(ctx, rec, now)
-	require.NoError(t, err)
+	rec := claimNew(t, store, now)
 	require.NoError(t, store.Complete(ctx, completedRecord(rec, bytes.Repeat([]byte{'x'}, 500<<10), now)))
-	err = store.Complete(ctx, completedRecord(rec, bytes.Repeat([]byte{'x'}, 1<<20), now))
+	err := store.Complete(ctx, completedRecord(rec, bytes.Repeat([]byte{'x'}, 1<<20), now))
 	require.ErrorIs(t, err, idempotent.ErrTooLarge)
 }
 
@@ -305,10 +295,8 @@ func TestReleaseReportsOtherOwnersStatus(t *testing.T) {
 	store, _ := newStore(t)
 	ctx := ctxT(t)
 	now := time.Now()
-	rec := liveRecord(now)
-	_, err := store.Claim(ctx, rec, now)
-	require.NoError(t, err)
-	err = store.Release(ctx, rec.ID, "someone-else")
+	rec := claimNew(t, store, now)
+	err := store.Release(ctx, rec.ID, "someone-else")
 	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
 	assert.Contains(t, err.Error(), "INPROGRESS")
 }

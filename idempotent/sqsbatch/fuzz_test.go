@@ -3,13 +3,13 @@ package sqsbatch_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // FuzzWrapBody feeds arbitrary bodies through Wrap. The function never
@@ -36,8 +36,8 @@ func FuzzWrapBody(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		var logs syncBuffer
-		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		var logs testlog.Buffer
+		logger := testlog.Logger(&logs)
 		called := false
 		h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, _ order) error {
 			called = true

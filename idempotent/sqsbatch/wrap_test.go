@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // TestWrapOutcomes runs a batch of one message under test and a neighbour,
@@ -456,8 +457,8 @@ func TestLogsNeverHoldBodiesOrKeys(t *testing.T) {
 		Count   int8           `json:"count"`
 		Tags    map[string]int `json:"tags"`
 	}
-	var buf syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf testlog.Buffer
+	logger := testlog.Logger(&buf)
 	store := idempotent.NewMemoryStore()
 	handle := func(_ context.Context, e event) error {
 		if e.Note == "fail" {
@@ -501,24 +502,6 @@ func TestLogsNeverHoldBodiesOrKeys(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of parallel lanes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // pointerOrder validates through a pointer receiver.
 type pointerOrder struct {
 	OrderID string `json:"orderId"`
@@ -548,11 +531,11 @@ func TestValidateWithPointerReceiver(t *testing.T) {
 // it is when they are written, and still carry the message ID. Not parallel:
 // it replaces the default logger.
 func TestDefaultLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf testlog.Buffer
 	old := slog.Default()
 	t.Cleanup(func() { slog.SetDefault(old) })
 	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle) // before SetDefault
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	slog.SetDefault(testlog.Logger(&buf))
 
 	_, err := h(context.Background(), batch(msg("m1", body("a", 1)), msg("m2", "not json")))
 	require.NoError(t, err)

@@ -162,11 +162,11 @@ func TestLinks(t *testing.T) {
 
 func TestSlugify(t *testing.T) {
 	for heading, want := range map[string]string{
-		"Quick start":                    "quick-start",
-		"Guarantees and non-guarantees":  "guarantees-and-non-guarantees",
+		"Quick start":                     "quick-start",
+		"Guarantees and non-guarantees":   "guarantees-and-non-guarantees",
 		"The `lease`, and what it fences": "the-lease-and-what-it-fences",
-		"SQS: visibility timeout (≥ 6×)": "sqs-visibility-timeout--6",
-		"Go 1.24.0":                      "go-1240",
+		"SQS: visibility timeout (≥ 6×)":  "sqs-visibility-timeout--6",
+		"Go 1.24.0":                       "go-1240",
 	} {
 		if got := slugify(heading); got != want {
 			t.Errorf("slugify(%q) = %q, want %q", heading, got, want)

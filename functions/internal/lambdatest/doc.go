@@ -4,4 +4,6 @@
 // invoke loop and the handler, with the deadline header Lambda sends.
 //
 // The fake serves one invocation at a time and is safe for concurrent use.
+// Serve, AssertFailsFast and AssertJSONLines hold the checks the sample
+// functions' main packages share.
 package lambdatest

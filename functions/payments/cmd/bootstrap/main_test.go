@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -25,14 +24,7 @@ func TestMain(m *testing.M) {
 // JSON log line that names what is missing, before any invocation.
 func TestFailsFast(t *testing.T) {
 	t.Parallel()
-	p := lambdatest.Start(t, "IDEMPOTENCY_TABLE=", "PAYMENTS_TABLE=", "AWS_LAMBDA_RUNTIME_API=127.0.0.1:9")
-	code, err := p.Wait(30 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, 1, code)
-	var line struct{ Level, Msg string }
-	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(p.Output())), &line), "one JSON line: %s", p.Output())
-	assert.Equal(t, "ERROR", line.Level)
-	assert.Contains(t, line.Msg, "IDEMPOTENCY_TABLE, PAYMENTS_TABLE")
+	lambdatest.AssertFailsFast(t, "IDEMPOTENCY_TABLE", "PAYMENTS_TABLE")
 }
 
 // TestServes runs the built main package behind a fake Lambda Runtime API,
@@ -41,9 +33,7 @@ func TestServes(t *testing.T) {
 	t.Parallel()
 	client := localddb.TestClient(t)
 	tables := localddb.TestTables(t, client)
-	api := lambdatest.NewRuntimeAPI(t)
-	p := lambdatest.Start(t,
-		"AWS_LAMBDA_RUNTIME_API="+api.Address(),
+	p := lambdatest.Serve(t,
 		"AWS_LAMBDA_FUNCTION_NAME=idemkit-payments-test",
 		"AWS_LAMBDA_LOG_LEVEL=DEBUG",
 		"IDEMPOTENCY_TABLE="+tables.Idempotency,
@@ -53,11 +43,8 @@ func TestServes(t *testing.T) {
 	require.NoError(t, err)
 	var bodies []string
 	for i := range 2 {
-		res, err := api.Invoke(t.Context(), event, 10*time.Second)
-		require.NoError(t, err, "output: %s", p.Output())
-		require.False(t, res.Failed, "%s", res.Body)
 		var resp events.APIGatewayV2HTTPResponse
-		require.NoError(t, json.Unmarshal(res.Body, &resp))
+		p.Invoke(t, event, 10*time.Second, &resp)
 		require.Equal(t, 201, resp.StatusCode, resp.Body)
 		assert.Equal(t, i == 1, resp.Headers["Idempotent-Replayed"] == "true")
 		bodies = append(bodies, resp.Body)
@@ -68,8 +55,6 @@ func TestServes(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(p.Output(), `"outcome":"replayed"`) }, 10*time.Second, 10*time.Millisecond,
 		"the core's debug lines are logged at AWS_LAMBDA_LOG_LEVEL=DEBUG: %s", p.Output())
 	out := strings.TrimSpace(p.Output())
-	for _, line := range strings.Split(out, "\n") {
-		assert.True(t, json.Valid([]byte(line)), "a JSON log line: %s", line)
-	}
+	lambdatest.AssertJSONLines(t, out)
 	assert.Contains(t, out, `"msg":"payments: captured"`)
 }
