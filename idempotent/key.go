@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/internal/canonjson"
@@ -30,11 +31,14 @@ func recordID(prefix, scope, key string) string {
 		buf = append(buf, part...)
 	}
 	sum := sha256.Sum256(buf)
-	out := make([]byte, 0, len(prefix)+1+2*len(sum))
-	out = append(out, prefix...)
-	out = append(out, '#')
-	out = hex.AppendEncode(out, sum[:])
-	return string(out)
+	var hexSum [2 * sha256.Size]byte
+	hex.Encode(hexSum[:], sum[:])
+	var b strings.Builder // one allocation for the whole id
+	b.Grow(len(prefix) + 1 + len(hexSum))
+	b.WriteString(prefix)
+	b.WriteByte('#')
+	b.Write(hexSum[:])
+	return b.String()
 }
 
 // checkKey enforces the limits on a raw key.

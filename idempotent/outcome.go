@@ -95,17 +95,27 @@ type Invocation struct {
 
 type invocationKey struct{}
 
-// invocation is what the wrapper puts in the handler's context; the downstream
-// key is derived only when asked for, keeping a hash off the hot path.
-type invocation struct {
+// invocationCtx is the handler's context: the invocation's facts carried in
+// the context value itself, one allocation instead of a value plus a
+// context.WithValue node. The downstream key is derived only when asked for,
+// keeping a hash off the hot path.
+type invocationCtx struct {
+	context.Context
 	recordID string
 	tookOver bool
+}
+
+func (c *invocationCtx) Value(key any) any {
+	if key == (invocationKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // FromContext returns the Invocation the handler runs in, if it was called by
 // a wrapper.
 func FromContext(ctx context.Context) (Invocation, bool) {
-	inv, ok := ctx.Value(invocationKey{}).(*invocation)
+	inv, ok := ctx.Value(invocationKey{}).(*invocationCtx)
 	if !ok {
 		return Invocation{}, false
 	}

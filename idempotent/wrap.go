@@ -290,10 +290,9 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the handler under the claimed record and settles the record.
 func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget time.Duration, tookOver bool, start time.Time) (Out, error) {
-	inv := &invocation{recordID: rec.ID, tookOver: tookOver}
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over.
-	hctx, cancel := context.WithTimeout(context.WithValue(ctx, invocationKey{}, inv), budget-reserve(budget))
+	hctx, cancel := context.WithTimeout(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, budget-reserve(budget))
 	out, p, err := w.call(hctx, in)
 	panicked := p != nil
 	cancel()
