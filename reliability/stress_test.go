@@ -294,7 +294,7 @@ func stressOrders(t *testing.T, e *env, store *dynamostore.Store, run string) {
 				id = fmt.Sprintf("msg-%s-%d-%d", run, i, c-1) // a redelivery
 			}
 			pending = append(pending, &ordMsg{msg: events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs",
-				EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders"}})
+				EventSourceARN: "arn:aws:sqs:eu-west-1:000000000000:orders"}})
 		}
 	}
 	rand.Shuffle(len(pending), func(i, j int) { pending[i], pending[j] = pending[j], pending[i] })

@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 
 func msg(id, body string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs",
-		EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders"}
+		EventSourceARN: "arn:aws:sqs:eu-west-1:000000000000:orders"}
 }
 
 func failures(resp events.SQSEventResponse) []string {

@@ -79,7 +79,7 @@ func ExampleWithKey_snsFanOut() {
 
 	envelope := func(snsID string, sent time.Time) string {
 		b, _ := json.Marshal(events.SNSEntity{Type: "Notification", MessageID: snsID, Timestamp: sent,
-			TopicArn: "arn:aws:sns:eu-west-1:123456789012:orders", Message: `{"orderId":"o-7","cents":500}`})
+			TopicArn: "arn:aws:sns:eu-west-1:000000000000:orders", Message: `{"orderId":"o-7","cents":500}`})
 		return string(b)
 	}
 	resp, _ := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{

@@ -67,7 +67,7 @@ func ExampleWrap_fifo() {
 		return events.SQSMessage{
 			MessageId:      id,
 			Body:           body,
-			EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders.fifo",
+			EventSourceARN: "arn:aws:sqs:eu-west-1:000000000000:orders.fifo",
 			Attributes:     map[string]string{"MessageGroupId": group},
 		}
 	}

@@ -20,8 +20,8 @@ import (
 )
 
 const (
-	standardARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
-	fifoARN     = "arn:aws:sqs:eu-west-1:123456789012:orders.fifo"
+	standardARN = "arn:aws:sqs:eu-west-1:000000000000:orders"
+	fifoARN     = "arn:aws:sqs:eu-west-1:000000000000:orders.fifo"
 )
 
 // order is the message type of most tests. An OrderID containing "fail"

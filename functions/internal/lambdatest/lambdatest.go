@@ -80,7 +80,7 @@ func (r *RuntimeAPI) next(w http.ResponseWriter, req *http.Request) {
 	case p := <-r.pending:
 		w.Header().Set("Lambda-Runtime-Aws-Request-Id", p.id)
 		w.Header().Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(p.deadline.UnixMilli(), 10))
-		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:idemkit-test")
+		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:000000000000:function:idemkit-test")
 		w.Header().Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(p.event)
