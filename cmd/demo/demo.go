@@ -70,7 +70,7 @@ func newDemo(w io.Writer, client *dynamodb.Client, tables localddb.Tables) *demo
 	d.payments = payments.New(d.store, client, tables.Payments,
 		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(d.hook("payments"))))
 	d.orders = orders.New(d.store, client, tables.Inventory,
-		sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(d.hook("orders"))))
+		sqsbatch.WithOutcomeHook(d.hook("orders")))
 	return d
 }
 

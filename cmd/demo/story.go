@@ -304,7 +304,7 @@ func (d *demo) batch(ctx context.Context, file, what string, want map[string]int
 		switch out, ok := byMsg[m.MessageId]; {
 		case failed[m.MessageId] && parsed && o.Validate() != nil:
 			fate = "failed: " + strings.ReplaceAll(o.Validate().Error(), "\n", "; ")
-		case failed[m.MessageId] && !ok:
+		case failed[m.MessageId] && (!ok || out.Outcome == idempotent.OutcomeRejected):
 			fate = "failed: poison message, SQS retries it, then dead-letters it"
 		case failed[m.MessageId]:
 			fate = "failed: " + out.Outcome.String()

@@ -206,6 +206,12 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		if !errors.Is(it.err, errPanicked) { // a panic was logged with its stack
 			b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: message cannot be processed", id, slog.String("error", it.err.Error()))
 		}
+		if b.hook != nil {
+			b.hook(context.WithValue(ctx, messageKey{}, it.msg), idempotent.Event{
+				Outcome: idempotent.OutcomeRejected,
+				Err:     fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.err),
+			})
+		}
 		return false
 	}
 	if mu := p.locks[it.key]; mu != nil && it.hasKey() {

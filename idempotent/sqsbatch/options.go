@@ -1,6 +1,7 @@
 package sqsbatch
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -20,6 +21,7 @@ type options struct {
 	noPayload   bool
 	parallelism int
 	logger      *slog.Logger
+	hook        func(context.Context, idempotent.Event)
 	core        []idempotent.Option
 }
 
@@ -73,6 +75,20 @@ func WithParallelism(n int) Option {
 // "message_id"; none carries a message body or idempotency key.
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *options) { o.logger = logger }
+}
+
+// WithOutcomeHook calls hook once per message with its outcome, for metrics
+// (for example emf.Metrics.Hook): the core's outcomes, and OutcomeRejected
+// (with an error wrapping idempotent.ErrInvalidPayload) for a message whose
+// body cannot be decoded or fails Validate, which never reaches the core. The
+// hook's context carries the message (see MessageFromContext). Messages not
+// started because the invocation's time ran out, or held back behind a failed
+// message of their FIFO group, report no outcome: they did not run.
+func WithOutcomeHook(hook func(context.Context, idempotent.Event)) Option {
+	return func(o *options) {
+		o.hook = hook
+		o.core = append(o.core, idempotent.WithOutcomeHook(hook))
+	}
 }
 
 // WithIdempotentOptions passes options to the per-message idempotent.Wrap, for

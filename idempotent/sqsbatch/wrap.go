@@ -73,6 +73,7 @@ type batcher[T any] struct {
 	invoke      func(context.Context, *item[T]) (struct{}, error)
 	parallelism int
 	logger      *slog.Logger
+	hook        func(context.Context, idempotent.Event) // also given to the core
 }
 
 // item is one message of a batch, prepared for processing.
@@ -92,7 +93,7 @@ func newBatcher[T any](store idempotent.Store, handle func(context.Context, T) e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := &batcher[T]{handle: handle, decode: decode, parallelism: o.parallelism, logger: o.logger}
+	b := &batcher[T]{handle: handle, decode: decode, parallelism: o.parallelism, logger: o.logger, hook: o.hook}
 	b.key = msgFunc[T, string](o.key, "WithKey")
 	if b.key == nil {
 		b.key = func(m *events.SQSMessage, _ T) (string, error) { return m.MessageId, nil }

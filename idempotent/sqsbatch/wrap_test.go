@@ -546,3 +546,35 @@ func TestDefaultLogger(t *testing.T) {
 	assert.Equal(t, "sqsbatch: message cannot be processed", lines[1]["msg"])
 	assert.Equal(t, "m2", lines[1]["message_id"])
 }
+
+func TestOutcomeHookCountsEveryMessage(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	byMsg := map[string]idempotent.Outcome{}
+	var rejectedErr error
+	hook := func(ctx context.Context, e idempotent.Event) {
+		m, ok := sqsbatch.MessageFromContext(ctx)
+		require.True(t, ok, "the hook's context carries the message")
+		mu.Lock()
+		defer mu.Unlock()
+		byMsg[m.MessageId] = e.Outcome
+		if e.Outcome == idempotent.OutcomeRejected {
+			rejectedErr = e.Err
+		}
+	}
+	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, struct {
+		OrderID string `json:"orderId"`
+	}) error {
+		return nil
+	}, sqsbatch.WithOutcomeHook(hook))
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "good", Body: `{"orderId":"o-1"}`},
+		{MessageId: "poison", Body: `{not json`},
+	}}
+	resp, err := h(context.Background(), ev)
+	require.NoError(t, err)
+	require.Len(t, resp.BatchItemFailures, 1)
+	assert.Equal(t, "poison", resp.BatchItemFailures[0].ItemIdentifier)
+	assert.Equal(t, map[string]idempotent.Outcome{"good": idempotent.OutcomeExecuted, "poison": idempotent.OutcomeRejected}, byMsg)
+	assert.ErrorIs(t, rejectedErr, idempotent.ErrInvalidPayload)
+}
