@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/internal/localddb"
 )
 
 // TestWrapCallCounts holds the floor of DynamoDB calls per invocation that
@@ -20,7 +21,7 @@ import (
 func TestWrapCallCounts(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
-	client := localClient(t, withMiddleware(counter.apiOption))
+	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
 	store, _ := newLocalStore(t, client, layouts[0])
 
 	// The wrapper's clock: real time plus an offset that tests move forward

@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storetest"
+	"github.com/idemkit/idemkit/internal/localddb"
 )
 
 // Integration tests against DynamoDB Local. Record times lie in the real
@@ -25,7 +26,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	client := localClient(t)
+	client := localddb.TestClient(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -63,7 +64,7 @@ func rawItem(t *testing.T, client *dynamodb.Client, table string, key map[string
 
 func TestLocalItemLayout(t *testing.T) {
 	t.Parallel()
-	client := localClient(t)
+	client := localddb.TestClient(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -111,7 +112,7 @@ func TestLocalLostResponses(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
 	loser := &responseLoser{}
-	client := localClient(t, withMiddleware(counter.apiOption, loser.apiOption), quickRetries)
+	client := localddb.TestClient(t, withMiddleware(counter.apiOption, loser.apiOption), quickRetries)
 	store, _ := newLocalStore(t, client, layouts[0])
 	now := time.Now()
 	rec := liveRecord(now)
@@ -151,7 +152,7 @@ func TestLocalLostResponses(t *testing.T) {
 // store reports as idempotent.ErrTooLarge too.
 func TestLocalItemSizeLimit(t *testing.T) {
 	t.Parallel()
-	client := localClient(t)
+	client := localddb.TestClient(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,7 +205,7 @@ func TestLocalItemSizeLimit(t *testing.T) {
 
 func TestLocalCorruptRecords(t *testing.T) {
 	t.Parallel()
-	client := localClient(t)
+	client := localddb.TestClient(t)
 	store, table := newLocalStore(t, client, layouts[0])
 	now := time.Now()
 	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)

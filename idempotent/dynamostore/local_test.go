@@ -2,50 +2,20 @@ package dynamostore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/internal/localddb"
 )
-
-// localClient returns a client for the DynamoDB at AWS_ENDPOINT_URL_DYNAMODB
-// (DynamoDB Local or LocalStack, as scripts/with-dynamodb.sh provides). Without
-// it the test is skipped, or fails when IDEMKIT_REQUIRE_DYNAMODB=1.
-func localClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	t.Helper()
-	endpoint := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
-	if endpoint == "" {
-		if os.Getenv("IDEMKIT_REQUIRE_DYNAMODB") == "1" {
-			t.Fatal("IDEMKIT_REQUIRE_DYNAMODB=1 but AWS_ENDPOINT_URL_DYNAMODB is not set")
-		}
-		t.Skip("AWS_ENDPOINT_URL_DYNAMODB is not set (run under scripts/with-dynamodb.sh)")
-	}
-	cfg, err := config.LoadDefaultConfig(context.Background(),
-		config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-	)
-	require.NoError(t, err)
-	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		// DynamoDB Local's error responses lack the CRC32 header.
-		o.DisableValidateResponseChecksum = true
-	}}, optFns...)...)
-}
 
 // withMiddleware adds SDK middleware (such as a callCounter) to a client.
 func withMiddleware(apiOptions ...func(*middleware.Stack) error) func(*dynamodb.Options) {
@@ -72,45 +42,21 @@ var layouts = []layout{{"partition key", false}, {"composite key", true}}
 // in the composite layout.
 func createTable(t testing.TB, client *dynamodb.Client, composite bool) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	table := "idemkit-test-" + hex.EncodeToString(b[:])
-	in := &dynamodb.CreateTableInput{
-		TableName:   &table,
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	}
+	spec := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
 	if composite {
-		in.AttributeDefinitions = []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
-		}
-		in.KeySchema = []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		}
+		spec.PartitionKey, spec.SortKey = "pk", "sk"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := client.CreateTable(ctx, in)
-	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}); err != nil {
-			t.Errorf("delete table %s: %v", table, err)
+		if err := localddb.DeleteTable(ctx, client, spec.Name); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
-	require.NoError(t, dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, time.Minute))
-	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               &table,
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expiration"), Enabled: aws.Bool(true)},
-	})
-	require.NoError(t, err)
-	return table
+	require.NoError(t, localddb.CreateTable(ctx, client, spec))
+	return spec.Name
 }
 
 // compositeOptions configures a Store for createTable's composite layout.
