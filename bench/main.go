@@ -73,7 +73,7 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.ScaleN, "scale-n", 10000, "invocations per scale run (distinct keys)")
 	fs.IntVar(&c.ScaleN1, "scale-n1", 4000, "invocations of the scale runs at concurrency 1")
 	fs.Float64Var(&c.ScaleDups, "scale-dups", 0.10, "fraction of duplicates in the second scale series")
-	fs.IntVar(&c.ColdReps, "cold-reps", 20, "measured starts of each function (cold start)")
+	fs.IntVar(&c.ColdReps, "cold-reps", 40, "measured starts of each function (cold start)")
 	fs.IntVar(&c.BenchCount, "bench-count", 8, "passes of the in-process benchmarks (each -test.count 1)")
 	fs.StringVar(&c.Benchtime, "benchtime", "250ms", "go test -benchtime of the in-process benchmarks")
 	fs.StringVar(&c.Only, "only", "", "run only these sections, e.g. 1,5 (default: all)")

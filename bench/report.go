@@ -466,7 +466,8 @@ func (r *report) writeCold(p func(string, ...any)) {
 		"keys), so each first response does its full claim, side effect and completion. %d starts of each, interleaved "+
 		"(the order rotates), after one unmeasured start each. `hello` is bench/hello, an aws-lambda-go function that "+
 		"does nothing, built the same way; `hello+dynamodb` (bench/hellodynamodb) is the same plus what any function "+
-		"using DynamoDB does at init (config.LoadDefaultConfig and a client), so the samples' init against it is "+
+		"using DynamoDB does (config.LoadDefaultConfig and a client at init, one GetItem per invocation, so that the "+
+		"linker keeps the client's operations and credential chain as in any real function), so the samples' init against it is "+
 		"idemkit's own start-up cost.\n\n", strings.Join(quoteAll(lambdaBuildFlags), " "), runtime.GOARCH, r.cfg.ColdReps)
 	hello := r.coldByName("hello")
 	var hi, hf spread
