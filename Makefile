@@ -78,6 +78,9 @@ CDK_ENV     := AWS_EC2_METADATA_DISABLED=true CDK_DISABLE_CLI_TELEMETRY=true JSI
 CDK_FLAGS   := --no-notices --no-version-reporting
 COMPOSE     := docker compose -f localstack/docker-compose.yml
 HOST_GOARCH := $(shell go env GOARCH)
+# The context of a LocalStack deploy: no HTTP API (the free image has no API Gateway v2), this machine's
+# architecture. infra/cli_test.go synthesizes with exactly these flags.
+LOCAL_CONTEXT := -c httpApi=false -c lambdaArchitecture=$(HOST_GOARCH)
 
 .PHONY: synth deploy destroy local-up local-down deploy-local test-infra
 
@@ -105,7 +108,7 @@ deploy-local: infra/node_modules/.package-lock.json
 	$(MAKE) build LAMBDA_GOARCH=$(HOST_GOARCH)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal bootstrap $(CDK_FLAGS)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal deploy $(CDK_FLAGS) --require-approval never \
-		-c httpApi=false -c lambdaArchitecture=$(HOST_GOARCH) --outputs-file cdk-outputs.local.json
+		$(LOCAL_CONTEXT) --outputs-file cdk-outputs.local.json
 
 # The end-to-end suite (functions/e2e) against the stack deploy-local put on LocalStack: payments with repeated
 # keys, SQS batches with duplicates, then the ledger and inventory tables checked. `make test` runs the same
@@ -117,8 +120,9 @@ test-local:
 		go test -count=1 -run TestDeployed -v ./functions/e2e/
 
 # The stack tests (assertions.Template_FromStack); they start Node for jsii. The first compile of
-# aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds.
-test-infra:
+# aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds. infra/cli_test.go also runs the pinned
+# `cdk synth` and `cdklocal synth` as make synth and deploy-local do, offline, hence the npm install.
+test-infra: infra/node_modules/.package-lock.json
 	@command -v node >/dev/null || { echo "idemkit: the stack tests need Node.js (node not found)"; exit 2; }
 	cd infra && $(CDK_ENV) go vet ./... && $(CDK_ENV) go test -count=1 ./...
 
