@@ -165,6 +165,10 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 	var waited time.Duration
 	poll := firstPoll
 	for {
+		// The handler's deadline is measured from here, no later than the
+		// instant the lease is computed from, so a slow claim shortens the
+		// handler's time instead of letting it outlive the lease.
+		claimStart := time.Now()
 		now := w.cfg.now()
 		budget, ok := w.leaseBudget(ctx)
 		if !ok {
@@ -184,7 +188,7 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 			return zero, w.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
 		}
 		if res.Claimed {
-			return w.run(ctx, in, rec, budget, res.TookOver, start)
+			return w.run(ctx, in, rec, claimStart.Add(budget-reserve(budget)), res.TookOver, start)
 		}
 		ex := res.Existing
 		if err := checkExisting(ex, fp); err != nil {
@@ -288,12 +292,32 @@ func ceilSecond(t time.Time) time.Time {
 	return time.Unix(s, 0)
 }
 
-// run executes the handler under the claimed record and settles the record.
-func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget time.Duration, tookOver bool, start time.Time) (Out, error) {
+// run executes the handler under the claimed record, to stop by
+// handlerDeadline, and settles the record.
+func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, handlerDeadline time.Time, tookOver bool, start time.Time) (Out, error) {
+	var zero Out
 	// The handler must stop before the lease does: a live owner with a lapsed
-	// lease could run side by side with the invocation that takes it over.
-	hctx, cancel := context.WithTimeout(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, budget-reserve(budget))
+	// lease could run side by side with the invocation that takes it over. A
+	// claim so slow that no time is left gives the key back unrun.
+	if !time.Now().Before(handlerDeadline) {
+		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
+			Err: fmt.Errorf("%w: the claim took the whole lease; the handler did not run", ErrStore)}
+		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
+			ev.Err = errors.Join(ev.Err, rerr)
+		}
+		return zero, w.finish(ctx, start, ev)
+	}
+	settled := false
+	defer func() {
+		// Only runtime.Goexit in the handler (t.FailNow, say) gets here
+		// unsettled: panics are recovered by call. Give the key back.
+		if !settled {
+			_ = w.releaseRecord(ctx, rec)
+		}
+	}()
+	hctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, handlerDeadline)
 	out, p, err := w.call(hctx, in)
+	settled = true
 	panicked := p != nil
 	cancel()
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
@@ -301,7 +325,7 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget ti
 	if panicked || err != nil {
 		ev.Outcome, ev.Err = OutcomeHandlerError, err
 		if panicked {
-			ev.Err = fmt.Errorf("idempotent: handler panicked: %v", p.value)
+			ev.Err = p.err()
 			// The re-panic below starts a new stack; keep the original one.
 			w.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
 				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
@@ -316,7 +340,7 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, budget ti
 		return out, err
 	}
 
-	raw, encErr := w.cfg.codec.Marshal(out)
+	raw, encErr := w.marshal(out)
 	done := rec
 	done.Status = StatusCompleted
 	done.LeaseExpiresAt = time.Time{}
@@ -362,6 +386,15 @@ func outcomeOfFinish(err error) Outcome {
 type handlerPanic struct {
 	value any
 	stack []byte
+}
+
+// err describes the panic as an error that wraps the panic value when that
+// is an error, so outcome hooks can match it with errors.Is and errors.As.
+func (p *handlerPanic) err() error {
+	if perr, ok := p.value.(error); ok {
+		return fmt.Errorf("idempotent: handler panicked: %w", perr)
+	}
+	return fmt.Errorf("idempotent: handler panicked: %v", p.value)
 }
 
 // call runs the handler, turning a panic into a value to re-panic with after
@@ -415,6 +448,30 @@ func (w *wrapper[In, Out]) releaseRecord(ctx context.Context, rec Record) error 
 	return nil
 }
 
+// marshal encodes a response. A panic in the codec (a MarshalJSON method,
+// say) is an encoding error: the record is then completed without the
+// response, not left INPROGRESS for a takeover to run the handler again.
+func (w *wrapper[In, Out]) marshal(out Out) (raw []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			raw, err = nil, fmt.Errorf("codec panicked: %v", r)
+		}
+	}()
+	return w.cfg.codec.Marshal(out)
+}
+
+// unmarshal decodes a stored response; a panic in the codec is an error.
+func (w *wrapper[In, Out]) unmarshal(raw []byte) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero Out
+			out, err = zero, fmt.Errorf("codec panicked: %v", r)
+		}
+	}()
+	err = w.cfg.codec.Unmarshal(raw, &out)
+	return out, err
+}
+
 // replayRecord answers a duplicate from a completed record.
 func (w *wrapper[In, Out]) replayRecord(ctx context.Context, start time.Time, rec *Record, fp string, fromCache bool) (Out, error) {
 	var zero Out
@@ -432,8 +489,8 @@ func (w *wrapper[In, Out]) replayRecord(ctx context.Context, start time.Time, re
 		ev.Outcome, ev.Err = OutcomeResponseNotStored, ErrResponseNotStored
 		return zero, w.finish(ctx, start, ev)
 	}
-	var out Out
-	if err := w.cfg.codec.Unmarshal(raw, &out); err != nil {
+	out, err := w.unmarshal(raw)
+	if err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
 		return zero, w.finish(ctx, start, ev)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -489,6 +490,7 @@ func TestInProgress(t *testing.T) {
 
 func TestHandlerFailure(t *testing.T) {
 	t.Parallel()
+	panicValue := errors.New("password=hunter2")
 	tests := []struct {
 		name string
 		fail func() (resp, error)
@@ -497,7 +499,7 @@ func TestHandlerFailure(t *testing.T) {
 			return resp{status: http.StatusOK, body: "partial"}, errors.New("db: password=hunter2 refused")
 		}},
 		{"panic", func() (resp, error) { panic("boom: password=hunter2") }},
-		{"panic with error", func() (resp, error) { panic(errors.New("password=hunter2")) }},
+		{"panic with error", func() (resp, error) { panic(panicValue) }},
 	}
 	for _, f := range flavors {
 		for _, tt := range tests {
@@ -506,13 +508,19 @@ func TestHandlerFailure(t *testing.T) {
 				var c counter
 				fail := true
 				var logs testlog.Buffer
+				var failure error
 				call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, r req) (resp, error) {
 					if fail {
 						fail = false
 						return tt.fail()
 					}
 					return c.handle(ctx, r)
-				}, apigateway.WithLogger(testlog.Logger(&logs)))
+				}, apigateway.WithLogger(testlog.Logger(&logs)), apigateway.WithIdempotentOptions(
+					idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+						if ev.Outcome == idempotent.OutcomeHandlerError {
+							failure = ev.Err
+						}
+					})))
 
 				first := call(post("k", "{}"))
 				requireProblem(t, first, http.StatusInternalServerError, apigateway.ProblemInternal)
@@ -522,6 +530,9 @@ func TestHandlerFailure(t *testing.T) {
 				if strings.HasPrefix(tt.name, "panic") {
 					assert.Contains(t, logs.String(), "apigateway_test.TestHandlerFailure", "the log carries the panic's own stack")
 				}
+				require.Error(t, failure, "the outcome hook saw the failure")
+				assert.Equal(t, tt.name == "panic with error", errors.Is(failure, panicValue),
+					"a panic with an error stays matchable: %v", failure)
 
 				// The record was released: the retry runs, then is replayed.
 				second := call(post("k", "{}"))
@@ -785,4 +796,63 @@ func TestIdempotentOptions(t *testing.T) {
 			assert.Equal(t, keys[0], keys[1], "retries share the downstream key")
 		})
 	}
+}
+
+// An authorizer with simple responses passes only its context: without
+// WithAuthorizerCaller its callers share one scope (warned about once);
+// with it, each caller has its own, and a request whose context lacks the
+// field is refused rather than put in a shared scope.
+func TestAuthorizerCaller(t *testing.T) {
+	t.Parallel()
+	as := func(ctx map[string]any) req { r := post("shared-key", `{"amount":1}`); r.lambdaAuth = ctx; return r }
+	alice, bob := map[string]any{"userId": "alice"}, map[string]any{"userId": "bob"}
+	for _, f := range flavors {
+		t.Run(f.name+"/without the option", func(t *testing.T) {
+			t.Parallel()
+			var c counter
+			var logs testlog.Buffer
+			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, apigateway.WithLogger(testlog.Logger(&logs)))
+			assert.False(t, replayed(call(as(alice))))
+			assert.True(t, replayed(call(as(bob))), "one shared scope: the documented default the warning is about")
+			assert.Equal(t, 1, strings.Count(logs.String(), "apigateway.WithAuthorizerCaller"), "warned once: %s", logs.String())
+		})
+		t.Run(f.name+"/with the option", func(t *testing.T) {
+			t.Parallel()
+			var c counter
+			var logs testlog.Buffer
+			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle,
+				apigateway.WithLogger(testlog.Logger(&logs)), apigateway.WithAuthorizerCaller("userId"))
+			first := call(as(alice))
+			assert.False(t, replayed(first))
+			assert.False(t, replayed(call(as(bob))), "bob never sees alice's response")
+			again := call(as(alice))
+			assert.True(t, replayed(again))
+			assert.Equal(t, first.body, again.body)
+			// A number (float64 once decoded) and a principalId that the field overrides.
+			assert.False(t, replayed(call(as(map[string]any{"userId": 42.0, "principalId": "shared"}))))
+			assert.True(t, replayed(call(as(map[string]any{"userId": 42.0, "principalId": "other"}))))
+			assert.Equal(t, 3, c.count())
+			assert.NotContains(t, logs.String(), "share one idempotency scope")
+
+			for name, ctx := range map[string]map[string]any{
+				"missing": {"principalId": "p"}, "empty": {"userId": ""}, "not a scalar": {"userId": map[string]any{"id": "x"}},
+			} {
+				r := call(as(ctx))
+				requireProblem(t, r, http.StatusInternalServerError, apigateway.ProblemInternal)
+				assert.Equal(t, 3, c.count(), "%s field: the handler did not run", name)
+			}
+			assert.Contains(t, logs.String(), `has no usable \"userId\" field`)
+
+			// Requests authorized otherwise keep their usual scope.
+			r := post("shared-key", `{"amount":1}`)
+			r.sub = "alice"
+			assert.False(t, replayed(call(r)))
+			assert.Equal(t, 4, c.count())
+		})
+	}
+	assert.PanicsWithValue(t, "apigateway: WithAuthorizerCaller: empty field name", func() {
+		apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, nil
+		}, apigateway.WithAuthorizerCaller(""))
+	})
 }

@@ -95,8 +95,12 @@
 // payload 1.0, the Cognito user pool authorizer's issuer and subject claims, a
 // Lambda authorizer's principalId, the Cognito identity, the IAM user ARN
 // (else account and caller id) or the API key id. Requests with none of these
-// share one anonymous scope. An assumed role's ARN includes its session name,
-// so a retry must come from the same role session to be recognized.
+// share one anonymous scope. An HTTP API Lambda authorizer with simple
+// responses passes no principalId, only its context: name the context field
+// that identifies the caller with WithAuthorizerCaller (without it, such
+// requests share the anonymous scope, and the adapter logs a warning once).
+// An assumed role's ARN includes its session name, so a retry must come from
+// the same role session to be recognized.
 //
 // # Logs and metrics
 //

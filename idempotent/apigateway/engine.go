@@ -2,13 +2,16 @@ package apigateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/idemkit/idemkit/idempotent"
 )
@@ -23,6 +26,8 @@ type engine struct {
 	methods map[string]bool
 	drop    map[string]bool // lower-case names of headers never stored
 	core    func(context.Context, *call) (response, error)
+
+	sharedScopeWarning sync.Once // see callerScope
 }
 
 // call is one invocation, the input the core sees. The core calls inner only
@@ -54,6 +59,13 @@ type panicError struct {
 }
 
 func (e *panicError) Error() string { return fmt.Sprintf("apigateway: handler panicked: %v", e.value) }
+
+// Unwrap returns the panic value when it is an error, so errors.Is and
+// errors.As see through the panic.
+func (e *panicError) Unwrap() error {
+	err, _ := e.value.(error)
+	return err
+}
 
 func newEngine(store idempotent.Store, opts []Option) *engine {
 	o := defaultOptions()
@@ -125,6 +137,11 @@ func (e *engine) serve(ctx context.Context, req request, run func(context.Contex
 		e.handle(ctx, c)
 		return e.ranResult(ctx, c)
 	}
+	if err := e.callerScope(ctx, &c.req); err != nil {
+		e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: cannot name the caller; the handler did not run",
+			slog.String("method", req.method), slog.String("error", err.Error()))
+		return internalError()
+	}
 	stored, err := e.core(ctx, c)
 	if c.ran {
 		// A first run, or a run without idempotency: the client gets the
@@ -144,6 +161,53 @@ func (e *engine) serve(ctx context.Context, req request, run func(context.Contex
 	}
 	stored.Headers[HeaderReplayed] = "true"
 	return stored
+}
+
+// callerScope settles the scope of a request a Lambda authorizer authorized:
+// the WithAuthorizerCaller field of its context when one is set (an error
+// when that field is missing), else the principalId scopeV1/scopeV2 found.
+// Without either, such requests share the anonymous scope, which is logged
+// once as a warning: it usually means an authorizer with simple responses.
+func (e *engine) callerScope(ctx context.Context, req *request) error {
+	if req.lambdaAuth == nil {
+		return nil
+	}
+	if field := e.opts.callerField; field != "" {
+		v, ok := scalarString(req.lambdaAuth[field])
+		if !ok {
+			return fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller)", field)
+		}
+		req.scope = principal(callerLambdaCtx, field, v)
+		return nil
+	}
+	if req.scope == anonymous {
+		e.sharedScopeWarning.Do(func() {
+			e.logger().LogAttrs(ctx, slog.LevelWarn, "apigateway: a Lambda authorizer passed no principalId, so its callers share "+
+				"one idempotency scope; name the context field that identifies them with apigateway.WithAuthorizerCaller")
+		})
+	}
+	return nil
+}
+
+// scalarString renders an authorizer context value (a string, number or
+// boolean; numbers are float64 once decoded from JSON); ok is false for an
+// empty or missing value or any other type.
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, v != ""
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case bool:
+		return strconv.FormatBool(v), true
+	case json.Number:
+		return v.String(), v != ""
+	}
+	return "", false
 }
 
 // inner is the function the core makes idempotent. It runs the handler and

@@ -29,6 +29,9 @@ type req struct {
 	body    string
 	base64  bool
 	sub     string // authenticated subject; "" is anonymous
+	// lambdaAuth is a Lambda authorizer's context (v1: flattened into the
+	// authorizer map, with any principalId; v2: authorizer.lambda).
+	lambdaAuth map[string]any
 }
 
 // resp is a response in a form neutral to the payload version. cookies holds
@@ -101,6 +104,9 @@ func wrapV1(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.
 		if r.sub != "" {
 			ev.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": r.sub, "iss": "https://issuer.example"}}
 		}
+		if r.lambdaAuth != nil {
+			ev.RequestContext.Authorizer = maps.Clone(r.lambdaAuth)
+		}
 		out, err := wrapped(context.Background(), ev)
 		require.NoError(t, err, "the adapter must never return an error")
 		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
@@ -136,6 +142,9 @@ func wrapV2(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.
 			ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
 				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": r.sub, "iss": "https://issuer.example"}},
 			}
+		}
+		if r.lambdaAuth != nil {
+			ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: maps.Clone(r.lambdaAuth)}
 		}
 		out, err := wrapped(context.Background(), ev)
 		require.NoError(t, err, "the adapter must never return an error")

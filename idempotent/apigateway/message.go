@@ -17,7 +17,8 @@ type request struct {
 	contentType string
 	body        string
 	base64      bool
-	scope       string // the caller, see principal
+	scope       string         // the caller, see principal
+	lambdaAuth  map[string]any // a Lambda authorizer's context, when one authorized the request
 }
 
 // response is an API Gateway proxy response of either payload version, and
@@ -96,9 +97,10 @@ func canonicalRawQuery(raw string) string {
 const (
 	callerJWT       = "jwt" // issuer, subject (HTTP API JWT authorizer, REST Cognito user pool)
 	callerJWTClient = "jwt-client"
-	callerLambda    = "lambda"  // principalId of a Lambda authorizer
-	callerCognito   = "cognito" // identity pool, identity id (IAM auth through Cognito)
-	callerIAM       = "iam"     // user ARN
+	callerLambda    = "lambda"         // principalId of a Lambda authorizer
+	callerLambdaCtx = "lambda-context" // field name, value (WithAuthorizerCaller)
+	callerCognito   = "cognito"        // identity pool, identity id (IAM auth through Cognito)
+	callerIAM       = "iam"            // user ARN
 	callerIAMCaller = "iam-caller"
 	callerAPIKey    = "apikey" // API key id
 	anonymous       = "anonymous"

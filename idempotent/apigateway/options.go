@@ -21,6 +21,7 @@ type options struct {
 	retryAfter    time.Duration
 	volatile      []string
 	replayCookies bool
+	callerField   string
 	logger        *slog.Logger
 	core          []idempotent.Option
 }
@@ -79,6 +80,25 @@ func WithReplayCookies() Option { return func(o *options) { o.replayCookies = tr
 // (default slog.Default()). The adapter logs handler errors and recovered
 // panics at error level; neither it nor the core logs raw keys or bodies.
 func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger = logger } }
+
+// WithAuthorizerCaller names the field of a Lambda authorizer's context that
+// identifies the caller (a user or tenant id, say), for authorizers whose
+// principalId is missing or shared: an HTTP API authorizer with simple
+// responses passes only its context. Keys are then scoped to that field's
+// value instead of the principalId. A request authorized by a Lambda
+// authorizer whose context lacks the field (or holds an empty or non-scalar
+// value) is answered 500 without running the handler and logged at error
+// level: sharing one scope across callers is never the fallback. Requests
+// authorized otherwise are scoped as usual. An empty field panics when
+// wrapping.
+func WithAuthorizerCaller(field string) Option {
+	return func(o *options) {
+		if field == "" {
+			panic("apigateway: WithAuthorizerCaller: empty field name")
+		}
+		o.callerField = field
+	}
+}
 
 // WithIdempotentOptions passes options on to the idempotent core, such as
 // idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,

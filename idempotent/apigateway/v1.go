@@ -71,6 +71,7 @@ func requestV1(ev *events.APIGatewayProxyRequest) request {
 		body:        ev.Body,
 		base64:      ev.IsBase64Encoded,
 		scope:       scopeV1(&ev.RequestContext),
+		lambdaAuth:  lambdaAuthorizerV1(&ev.RequestContext),
 	}
 }
 
@@ -102,6 +103,16 @@ func scopeV1(rc *events.APIGatewayProxyRequestContext) string {
 		return principal(callerAPIKey, id.APIKeyID)
 	}
 	return anonymous
+}
+
+// lambdaAuthorizerV1 returns the authorizer context of a REST API request
+// authorized by a Lambda authorizer (its principalId and context fields,
+// flattened); nil for other requests.
+func lambdaAuthorizerV1(rc *events.APIGatewayProxyRequestContext) map[string]any {
+	if len(rc.Authorizer) == 0 || rc.Authorizer["claims"] != nil {
+		return nil
+	}
+	return rc.Authorizer
 }
 
 // stringMap reads the string values of an authorizer's claims, which are a

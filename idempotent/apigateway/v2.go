@@ -68,7 +68,17 @@ func requestV2(ev *events.APIGatewayV2HTTPRequest) request {
 		body:        ev.Body,
 		base64:      ev.IsBase64Encoded,
 		scope:       scopeV2(&ev.RequestContext),
+		lambdaAuth:  lambdaAuthorizerV2(&ev.RequestContext),
 	}
+}
+
+// lambdaAuthorizerV2 returns the context a Lambda authorizer gave an HTTP API
+// request; nil for other requests.
+func lambdaAuthorizerV2(rc *events.APIGatewayV2HTTPRequestContext) map[string]any {
+	if rc.Authorizer == nil || len(rc.Authorizer.Lambda) == 0 {
+		return nil
+	}
+	return rc.Authorizer.Lambda
 }
 
 // scopeV2 names the caller of an HTTP API request: the JWT authorizer's

@@ -202,6 +202,18 @@ func (b *batcher[T]) runLane(ctx context.Context, p plan, lane []int, items []it
 // it may be deleted from the queue.
 func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool) {
 	id := slog.String("message_id", it.msg.MessageId)
+	defer func() {
+		// The handler's own panics are errors by now (see run); this catches
+		// those of a payload function or an outcome hook (also when it is told
+		// of a rejected message), so that they fail this message rather than
+		// the batch or the process (the Lambda runtime cannot recover a panic
+		// in a goroutine of ours).
+		if r := recover(); r != nil {
+			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: panic while processing a message",
+				id, slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			ok = false
+		}
+	}()
 	if it.err != nil {
 		if !errors.Is(it.err, errPanicked) { // a panic was logged with its stack
 			b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: message cannot be processed", id, slog.String("error", it.err.Error()))
@@ -222,17 +234,6 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: not processed: the invocation's time is up", id, slog.String("error", err.Error()))
 		return false
 	}
-	defer func() {
-		// The handler's own panics are errors by now (see run); this catches
-		// those of a payload function or an outcome hook, so that they fail
-		// this message rather than the process (the Lambda runtime cannot
-		// recover a panic in a goroutine of ours).
-		if r := recover(); r != nil {
-			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: panic while processing a message",
-				id, slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			ok = false
-		}
-	}()
 	_, err := b.invoke(context.WithValue(ctx, messageKey{}, it.msg), it)
 	// ErrResponseNotStored: the handler already ran for this key; an SQS
 	// message needs no response, so it is done.

@@ -128,7 +128,11 @@ func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err erro
 		if r := recover(); r != nil {
 			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: handler panicked",
 				slog.String("message_id", it.msg.MessageId), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			err = fmt.Errorf("%w in handler: %v", errPanicked, r)
+			if perr, isErr := r.(error); isErr { // keep it matchable with errors.Is / As
+				err = fmt.Errorf("%w in handler: %w", errPanicked, perr)
+			} else {
+				err = fmt.Errorf("%w in handler: %v", errPanicked, r)
+			}
 		}
 	}()
 	return struct{}{}, b.handle(ctx, it.val)

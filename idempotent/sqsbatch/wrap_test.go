@@ -578,3 +578,47 @@ func TestOutcomeHookCountsEveryMessage(t *testing.T) {
 	assert.Equal(t, map[string]idempotent.Outcome{"good": idempotent.OutcomeExecuted, "poison": idempotent.OutcomeRejected}, byMsg)
 	assert.ErrorIs(t, rejectedErr, idempotent.ErrInvalidPayload)
 }
+
+// An outcome hook that panics, even when told of a message rejected before
+// the core (an undecodable body), fails that message only: not its
+// neighbours, not the batch, and not the process when lanes run in parallel.
+func TestOutcomeHookPanicFailsOnlyItsMessage(t *testing.T) {
+	for _, parallelism := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallelism %d", parallelism), func(t *testing.T) {
+			rec := newRecorder()
+			h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle,
+				sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()), sqsbatch.WithParallelism(parallelism),
+				sqsbatch.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+					if ev.Outcome == idempotent.OutcomeRejected {
+						panic("hook bug")
+					}
+				}))
+			var resp events.SQSEventResponse
+			var err error
+			require.NotPanics(t, func() {
+				resp, err = h(context.Background(), batch(msg("m1", body("o1", 5)), msg("m2", "not json"), msg("m3", body("o3", 1))))
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"m2"}, failedIDs(resp))
+			assert.ElementsMatch(t, []string{"o1", "o3"}, rec.Calls())
+		})
+	}
+}
+
+// A handler that panics with an error: the outcome hook can match it.
+func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
+	sentinel := errors.New("sentinel")
+	var got error
+	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) error { panic(sentinel) },
+		sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()),
+		sqsbatch.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+			if ev.Outcome == idempotent.OutcomeHandlerError {
+				got = ev.Err
+			}
+		}))
+	resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"m1"}, failedIDs(resp))
+	require.Error(t, got)
+	assert.ErrorIs(t, got, sentinel)
+}
