@@ -92,6 +92,28 @@ type plan struct {
 	lanes [][]int
 	fifo  bool
 	locks map[string]*sync.Mutex // read-only once made
+	done  *keySet                // keys whose message succeeded in this batch
+}
+
+// keySet is a set of keys shared by the lanes of one batch.
+type keySet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (s *keySet) add(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[string]bool)
+	}
+	s.keys[key] = true
+}
+
+func (s *keySet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[key]
 }
 
 func isFIFO(m *events.SQSMessage) bool {
@@ -99,7 +121,7 @@ func isFIFO(m *events.SQSMessage) bool {
 }
 
 func makePlan[T any](items []item[T]) plan {
-	var p plan
+	p := plan{done: &keySet{}}
 	for i := range items {
 		if isFIFO(items[i].msg) {
 			p.fifo = true
@@ -235,7 +257,21 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		return false
 	}
 	_, err := b.invoke(context.WithValue(ctx, messageKey{}, it.msg), it)
-	// ErrResponseNotStored: the handler already ran for this key; an SQS
-	// message needs no response, so it is done.
-	return err == nil || errors.Is(err, idempotent.ErrResponseNotStored)
+	switch {
+	case err == nil || errors.Is(err, idempotent.ErrResponseNotStored):
+		// ErrResponseNotStored: the handler already ran for this key; an SQS
+		// message needs no response, so it is done.
+		if it.hasKey() {
+			p.done.add(it.key)
+		}
+		return true
+	case errors.Is(err, idempotent.ErrInProgress) && it.hasKey() && p.done.has(it.key):
+		// A duplicate of a message that succeeded earlier in this batch but
+		// whose completion failed: the record is still in progress under this
+		// invocation's own lease. The key is done; failing this message would
+		// have its redelivery take over after the lease and run it again.
+		b.log().LogAttrs(ctx, slog.LevelInfo, "sqsbatch: duplicate of a message that succeeded in this batch", id)
+		return true
+	}
+	return false
 }

@@ -69,8 +69,11 @@
 //
 // Messages of one batch that share a key run one after another, never at the
 // same time: the first runs the handler, the next ones find its completed
-// record and are replayed (or, if it failed, run the handler themselves). A
-// batch is processed one message at a time, in batch order except that the
+// record and are replayed (or, if it failed, run the handler themselves). If
+// the first succeeded but its record could not be completed (a store error),
+// the next ones find it still in progress under this invocation's own lease
+// and count as done, rather than failing and being taken over, and run again,
+// on redelivery. A batch is processed one message at a time, in batch order except that the
 // messages of a key follow its first one, unless WithParallelism allows more;
 // then messages with different keys (standard queue) or different message
 // groups (FIFO queue) run side by side, and same-key messages still wait for

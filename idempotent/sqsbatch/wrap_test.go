@@ -622,3 +622,35 @@ func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
 	require.Error(t, got)
 	assert.ErrorIs(t, got, sentinel)
 }
+
+// A duplicate in the batch of a message whose handler succeeded but whose
+// completion failed finds the record still in progress (under this
+// invocation's own lease). It is done, not failed: its redelivery would take
+// the record over after the lease and run the handler a second time.
+func TestDuplicateAfterFailedCompletion(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo %v", fifo), func(t *testing.T) {
+			rec := newRecorder()
+			mem := idempotent.NewMemoryStore()
+			var completes int
+			store := &fakeStore{mem: mem, complete: func(ctx context.Context, r idempotent.Record) error {
+				completes++
+				if completes == 1 {
+					return errThrottled
+				}
+				return mem.Complete(ctx, r)
+			}}
+			h := sqsbatch.Wrap(store, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+			// m4 reuses o1's key with another payload: still refused.
+			ev := batch(msg("m1", body("o1", 5)), msg("m2", body("o1", 5)), msg("m3", body("o3", 1)), msg("m4", body("o1", 6)))
+			if fifo {
+				ev = batch(fifoMsg("m1", "g1", body("o1", 5)), fifoMsg("m2", "g2", body("o1", 5)),
+					fifoMsg("m3", "g1", body("o3", 1)), fifoMsg("m4", "g3", body("o1", 6)))
+			}
+			resp, err := h(context.Background(), ev)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"m4"}, failedIDs(resp))
+			assert.Equal(t, []string{"o1", "o3"}, rec.Calls(), "o1 ran once")
+		})
+	}
+}
