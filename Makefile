@@ -111,7 +111,8 @@ deploy-local: infra/node_modules/.package-lock.json
 		$(LOCAL_CONTEXT) --outputs-file cdk-outputs.local.json
 
 # The end-to-end suite (functions/e2e) against the stack deploy-local put on LocalStack: payments with repeated
-# keys, SQS batches with duplicates, then the ledger and inventory tables checked. `make test` runs the same
+# keys, SQS batches with duplicates (invoked directly, and sent through the queue and its event source mapping),
+# then the ledger and inventory tables checked. `make test` runs the same
 # suite in process on DynamoDB Local, and once more through a fake Lambda Invoke API.
 .PHONY: test-local
 test-local:

@@ -51,6 +51,8 @@ type StackOutputs struct {
 	PaymentsTableName string
 	// InventoryTableName holds the stock reservations.
 	InventoryTableName string
+	// QueueURL is the orders queue (output QueueUrl).
+	QueueURL string `json:"QueueUrl"`
 }
 
 // Tables returns the stack's table names.
@@ -76,7 +78,7 @@ func ReadStackOutputs(path string) (StackOutputs, error) {
 	for name, v := range map[string]string{
 		"PaymentsFunctionName": o.PaymentsFunctionName, "OrdersFunctionName": o.OrdersFunctionName,
 		"IdempotencyTableName": o.IdempotencyTableName, "PaymentsTableName": o.PaymentsTableName,
-		"InventoryTableName": o.InventoryTableName,
+		"InventoryTableName": o.InventoryTableName, "QueueUrl": o.QueueURL,
 	} {
 		if v == "" {
 			return StackOutputs{}, fmt.Errorf("e2e: stack outputs %s: %s is missing", path, name)

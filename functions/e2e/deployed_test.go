@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,11 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +49,67 @@ func TestDeployed(t *testing.T) {
 			Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
 			Tables: outputs.Tables(),
 		},
+		// Through the real queue and event source mapping too. The poison and
+		// invalid messages stay on the queue until they reach the dead-letter
+		// queue (5 receives, 180 s apart): the suite does not wait for that.
+		Queue:       e2e.SQSSender(sqs.NewFromConfig(cfg), outputs.QueueURL),
+		QueueWait:   2 * time.Minute,
+		QueueSettle: 10 * time.Second,
+	})
+}
+
+// fakeSQS answers SendMessageBatch (AWS JSON 1.0) by handing the bodies to
+// deliver, as a queue and its event source mapping would, and refuses any
+// entry whose body is "refuse-me".
+func fakeSQS(t *testing.T, deliver e2e.QueueSender) *sqs.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if target := r.Header.Get("X-Amz-Target"); target != "AmazonSQS.SendMessageBatch" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(w, `{"__type":"UnsupportedOperation","message":"%s"}`, target)
+			return
+		}
+		var in struct {
+			QueueURL string `json:"QueueUrl"`
+			Entries  []struct{ Id, MessageBody string }
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.QueueURL != "http://queue.local/orders" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(w, `{"__type":"InvalidParameterValue","message":"bad request for %q: %v"}`, in.QueueURL, err)
+			return
+		}
+		type ok struct{ Id, MessageId, MD5OfMessageBody string }
+		type refused struct {
+			Id, Code, Message string
+			SenderFault       bool
+		}
+		out := struct {
+			Successful []ok
+			Failed     []refused
+		}{Successful: []ok{}, Failed: []refused{}}
+		var bodies []string
+		for i, e := range in.Entries {
+			if e.MessageBody == "refuse-me" {
+				out.Failed = append(out.Failed, refused{Id: e.Id, Code: "InvalidMessageContents", Message: "refused", SenderFault: true})
+				continue
+			}
+			sum := md5.Sum([]byte(e.MessageBody))
+			out.Successful = append(out.Successful, ok{Id: e.Id, MessageId: fmt.Sprintf("m-%d", i), MD5OfMessageBody: hex.EncodeToString(sum[:])})
+			bodies = append(bodies, e.MessageBody)
+		}
+		if err := deliver(r.Context(), bodies); err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = fmt.Fprintf(w, `{"__type":"InternalError","message":%q}`, err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return sqs.New(sqs.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.URL),
+		Credentials:  aws.AnonymousCredentials{},
 	})
 }
 
@@ -87,11 +152,27 @@ func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
 		"orders-fn":   e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout),
 		"failing-fn":  func(context.Context, []byte) ([]byte, error) { return nil, fmt.Errorf("boom") },
 	})
+	queue := &e2e.LocalQueue{Orders: e2e.LambdaInvoker(client, "orders-fn"), BatchSize: 10, MaxReceives: 5}
+	sender := e2e.SQSSender(fakeSQS(t, queue.Send), "http://queue.local/orders")
 	e2e.Run(t, e2e.Target{
 		Payments: e2e.LambdaInvoker(client, "payments-fn"),
 		Orders:   e2e.LambdaInvoker(client, "orders-fn"),
 		State:    tables,
+		Queue:    sender,
 	})
+	t.Cleanup(func() { assert.Len(t, queue.DeadLetters(), 4, "the poison and invalid messages, sent twice") })
+
+	// 23 messages take three SendMessageBatch calls, all delivered (and, not
+	// being orders, dead-lettered); a refused entry is an error.
+	other := &e2e.LocalQueue{Orders: e2e.LambdaInvoker(client, "orders-fn"), MaxReceives: 1}
+	send := e2e.SQSSender(fakeSQS(t, other.Send), "http://queue.local/orders")
+	bodies := make([]string, 23)
+	for i := range bodies {
+		bodies[i] = fmt.Sprintf("not json %d", i)
+	}
+	require.NoError(t, send(context.Background(), bodies))
+	assert.Equal(t, bodies, other.DeadLetters())
+	assert.ErrorContains(t, send(context.Background(), []string{"not json", "refuse-me"}), "1 of 2 messages refused, first: InvalidMessageContents")
 	_, err := e2e.LambdaInvoker(client, "failing-fn")(context.Background(), []byte(`{}`))
 	assert.ErrorContains(t, err, "Unhandled")
 	_, err = e2e.LambdaInvoker(client, "missing-fn")(context.Background(), []byte(`{}`))
@@ -106,11 +187,12 @@ func TestReadStackOutputs(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
 		return p
 	}
-	good := write("good.json", `{"Idemkit":{"PaymentsFunctionName":"p","OrdersFunctionName":"o","IdempotencyTableName":"i","PaymentsTableName":"pt","InventoryTableName":"it","ApiUrl":"http://x"}}`)
+	good := write("good.json", `{"Idemkit":{"PaymentsFunctionName":"p","OrdersFunctionName":"o","IdempotencyTableName":"i","PaymentsTableName":"pt","InventoryTableName":"it","ApiUrl":"http://x","QueueUrl":"http://q"}}`)
 	o, err := e2e.ReadStackOutputs(good)
 	require.NoError(t, err)
 	assert.Equal(t, "i", o.Tables().Idempotency)
 	assert.Equal(t, "it", o.Tables().Inventory)
+	assert.Equal(t, "http://q", o.QueueURL)
 
 	for name, body := range map[string]string{
 		"other-stack.json": `{"Other":{}}`,

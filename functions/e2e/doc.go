@@ -12,6 +12,12 @@
 // (LocalStack or AWS) needs only an Invoker that calls the Lambda Invoke API
 // and a [DynamoState] with the stack's table names.
 //
+// With a [QueueSender] in the target, orders also go through the queue, twice
+// over, and the suite waits for the inventory to show each reserved once:
+// [SQSSender] for a deployed queue and its event source mapping, or a
+// [LocalQueue], which delivers in process as the event source mapping does
+// (batches, partial batch failures redelivered, a dead-letter list).
+//
 // Every run rewrites the sample events' idempotency keys, customer IDs,
 // order IDs and SKUs with a run-unique suffix (see [Personalize]), so runs
 // never meet each other's records: the suite works on tables shared with

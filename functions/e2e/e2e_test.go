@@ -22,10 +22,12 @@ func TestMemory(t *testing.T) {
 	t.Parallel()
 	store := idempotent.NewMemoryStore()
 	tables := &e2e.MemoryTables{Delay: 5 * time.Millisecond}
+	ordersFn := e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout)
 	e2e.Run(t, e2e.Target{
 		Payments: e2e.LocalInvoker(payments.New(store, tables, "payments"), e2e.PaymentsTimeout),
-		Orders:   e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout),
+		Orders:   ordersFn,
 		State:    tables,
+		Queue:    localQueue(t, ordersFn),
 	})
 }
 
@@ -37,11 +39,25 @@ func TestDynamoDBLocal(t *testing.T) {
 	client := localddb.TestClient(t)
 	tables := localddb.TestTables(t, client)
 	store := dynamostore.New(client, tables.Idempotency)
+	ordersFn := e2e.LocalInvoker(orders.New(store, client, tables.Inventory), e2e.OrdersTimeout)
 	e2e.Run(t, e2e.Target{
 		Payments: e2e.LocalInvoker(payments.New(store, client, tables.Payments), e2e.PaymentsTimeout),
-		Orders:   e2e.LocalInvoker(orders.New(store, client, tables.Inventory), e2e.OrdersTimeout),
+		Orders:   ordersFn,
 		State:    e2e.DynamoState{Client: client, Tables: tables},
+		Queue:    localQueue(t, ordersFn),
 	})
+}
+
+// localQueue is the suite's queue in process, as the stack configures it
+// (batches of 10, maxReceiveCount 5). When the suite is done, the poison and
+// the invalid message, each sent twice, must be the only dead letters.
+func localQueue(t *testing.T, orders e2e.Invoker) e2e.QueueSender {
+	q := &e2e.LocalQueue{Orders: orders, BatchSize: 10, MaxReceives: 5}
+	t.Cleanup(func() {
+		dead := q.DeadLetters()
+		assert.Len(t, dead, 4, "dead letters: %q", dead)
+	})
+	return q.Send
 }
 
 // TestCoversEverySample keeps the suite and events/ in step.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,6 +48,12 @@ func Run(t *testing.T, target Target) {
 		{"payments/concurrent duplicates", paymentsConcurrent},
 		{"orders/batch and redelivery", ordersBatchAndRedelivery},
 		{"orders/concurrent batches", ordersConcurrent},
+	}
+	if target.Queue != nil {
+		scenarios = append(scenarios, struct {
+			name string
+			run  func(t *testing.T, s *scenario)
+		}{"orders/through the queue", ordersThroughQueue})
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -355,6 +362,50 @@ func ordersBatchAndRedelivery(t *testing.T, s *scenario) {
 		assert.Equal(t, []string{poisonMessage, invalidMessage}, s.order(t, redelivery))
 		assert.Equal(t, map[string]int64{"SKU-RED-MUG": 3, "SKU-BLUE-CAP": 1}, s.reserved(t),
 			"redelivered orders are not reserved again; only order-1005 is new")
+	}
+}
+
+// ordersThroughQueue puts the batch's messages on the queue twice over (an
+// in-batch duplicate, and every message again as a producer retry or SQS's
+// at-least-once delivery would), and waits for the inventory: every valid
+// order reserved exactly once. The poison and invalid messages fail until
+// they reach the dead-letter queue.
+func ordersThroughQueue(t *testing.T, s *scenario) {
+	batch := s.ordersEvent(t, samples.OrdersBatch)
+	bodies := make([]string, 0, 2*len(batch.Records))
+	for _, m := range batch.Records {
+		bodies = append(bodies, m.Body)
+	}
+	bodies = append(bodies, bodies...)
+	require.NoError(t, s.Queue(s.ctx, bodies))
+	s.awaitReserved(t, map[string]int64{"SKU-RED-MUG": 2, "SKU-BLUE-CAP": 1})
+}
+
+// awaitReserved polls the inventory until it shows want, then checks that it
+// still does after the target's settle time.
+func (s *scenario) awaitReserved(t *testing.T, want map[string]int64) {
+	t.Helper()
+	wait := s.QueueWait
+	if wait <= 0 {
+		wait = 90 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	got := s.reserved(t)
+	for !maps.Equal(got, want) && time.Now().Before(deadline) {
+		select {
+		case <-s.ctx.Done():
+			require.NoError(t, s.ctx.Err(), "waiting for the queue's deliveries; last seen %v", got)
+		case <-time.After(500 * time.Millisecond):
+		}
+		got = s.reserved(t)
+	}
+	require.Equal(t, want, got, "reservations after the queue's deliveries (waited up to %v)", wait)
+	if s.QueueSettle > 0 {
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(s.QueueSettle):
+		}
+		assert.Equal(t, want, s.reserved(t), "still once each after %v", s.QueueSettle)
 	}
 }
 

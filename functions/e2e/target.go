@@ -36,6 +36,16 @@ type Target struct {
 	// Duplicates is how many identical requests the concurrency scenarios
 	// send at once; 16 when zero.
 	Duplicates int
+	// Queue, when set, puts messages on the orders queue: the suite then also
+	// sends orders through it, duplicates included, and waits for the
+	// inventory to show each order reserved once.
+	Queue QueueSender
+	// QueueWait bounds that wait; 90 s when zero.
+	QueueWait time.Duration
+	// QueueSettle is how long the inventory must then stay unchanged, for
+	// late duplicates to show up if they were to reserve twice; none when
+	// zero (a LocalQueue has delivered everything when Send returns).
+	QueueSettle time.Duration
 }
 
 // Timeouts of the deployed functions (infra/stack.go); LocalInvoker gives

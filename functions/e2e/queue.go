@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// QueueSender puts message bodies on the orders queue. Delivery to the
+// orders function may happen later (a real queue) or before it returns
+// (LocalQueue); the suite polls the inventory table either way.
+type QueueSender func(ctx context.Context, bodies []string) error
+
+// maxSendBatch is SQS's limit of entries per SendMessageBatch.
+const maxSendBatch = 10
+
+// SQSSender sends bodies to a deployed queue with SendMessageBatch, ten at a
+// time. An entry SQS refuses is an error.
+func SQSSender(client *sqs.Client, queueURL string) QueueSender {
+	return func(ctx context.Context, bodies []string) error {
+		for start := 0; start < len(bodies); start += maxSendBatch {
+			chunk := bodies[start:min(start+maxSendBatch, len(bodies))]
+			entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
+			for i, b := range chunk {
+				entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
+			}
+			out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+			if err != nil {
+				return fmt.Errorf("e2e: send to %s: %w", queueURL, err)
+			}
+			if len(out.Failed) > 0 {
+				f := out.Failed[0]
+				return fmt.Errorf("e2e: send to %s: %d of %d messages refused, first: %s %s",
+					queueURL, len(out.Failed), len(chunk), aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+		return nil
+	}
+}
+
+// LocalQueue stands in for an SQS queue and its Lambda event source mapping
+// with ReportBatchItemFailures, in process: it delivers bodies to the orders
+// function in batches of up to BatchSize, and redelivers each message the
+// function reports failed (same message id and body, receive count + 1)
+// until it succeeds or has been received MaxReceives times, when it goes to
+// the dead-letter list. Send returns once every message is settled.
+type LocalQueue struct {
+	// Orders invokes the orders function.
+	Orders Invoker
+	// BatchSize is the most messages per invocation; 10 when zero.
+	BatchSize int
+	// MaxReceives is the dead-letter queue's maxReceiveCount; 5 when zero.
+	MaxReceives int
+
+	mu   sync.Mutex
+	next int
+	dead []events.SQSMessage
+}
+
+// Send implements QueueSender.
+func (q *LocalQueue) Send(ctx context.Context, bodies []string) error {
+	batchSize, maxReceives := q.BatchSize, q.MaxReceives
+	if batchSize <= 0 {
+		batchSize = maxSendBatch
+	}
+	if maxReceives <= 0 {
+		maxReceives = 5
+	}
+	pending := make([]events.SQSMessage, len(bodies))
+	q.mu.Lock()
+	for i, b := range bodies {
+		q.next++
+		pending[i] = events.SQSMessage{
+			MessageId:      fmt.Sprintf("local-%08d", q.next),
+			ReceiptHandle:  fmt.Sprintf("receipt-%08d", q.next),
+			Body:           b,
+			EventSource:    "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:local-orders",
+			AWSRegion:      "us-east-1",
+			Attributes:     map[string]string{"ApproximateReceiveCount": "0", "SentTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		}
+	}
+	q.mu.Unlock()
+
+	for len(pending) > 0 {
+		var retry []events.SQSMessage
+		for start := 0; start < len(pending); start += batchSize {
+			batch := pending[start:min(start+batchSize, len(pending))]
+			for i := range batch {
+				n, _ := strconv.Atoi(batch[i].Attributes["ApproximateReceiveCount"])
+				batch[i].Attributes = map[string]string{
+					"ApproximateReceiveCount": strconv.Itoa(n + 1), "SentTimestamp": batch[i].Attributes["SentTimestamp"],
+				}
+			}
+			failed, err := q.deliver(ctx, batch)
+			if err != nil {
+				return err
+			}
+			for _, m := range batch {
+				if !failed[m.MessageId] {
+					continue
+				}
+				if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n >= maxReceives {
+					q.mu.Lock()
+					q.dead = append(q.dead, m)
+					q.mu.Unlock()
+					continue
+				}
+				retry = append(retry, m)
+			}
+		}
+		pending = retry
+	}
+	return nil
+}
+
+// deliver invokes the function with one batch and returns the ids it
+// reported failed. A function error fails the whole batch, as the event
+// source mapping treats it.
+func (q *LocalQueue) deliver(ctx context.Context, batch []events.SQSMessage) (map[string]bool, error) {
+	event, err := json.Marshal(events.SQSEvent{Records: batch})
+	if err != nil {
+		return nil, err
+	}
+	failed := make(map[string]bool)
+	out, err := q.Orders(ctx, event)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		for _, m := range batch {
+			failed[m.MessageId] = true
+		}
+		return failed, nil
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return nil, fmt.Errorf("e2e: orders answered %.200s: %w", out, err)
+	}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	return failed, nil
+}
+
+// DeadLetters returns the bodies of the messages that went to the
+// dead-letter list, in the order they went there.
+func (q *LocalQueue) DeadLetters() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	bodies := make([]string, len(q.dead))
+	for i, m := range q.dead {
+		bodies[i] = m.Body
+	}
+	return bodies
+}
