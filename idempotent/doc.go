@@ -40,7 +40,8 @@
 //
 // A wrapped function is safe for concurrent use by multiple goroutines, as
 // aws-lambda-go may run several invocations in one process. The package never
-// panics per invocation; programmer errors found while wrapping (a nil store, a
+// panics of its own accord per invocation (a handler's panic is re-raised
+// after its record is released); programmer errors found while wrapping (a nil store, a
 // key function of the wrong input type) panic at start-up, as regexp.MustCompile
 // does.
 package idempotent

@@ -10,8 +10,8 @@ var (
 	// WithOptionalKey was given. Not retryable.
 	ErrMissingKey = errors.New("idempotent: missing idempotency key")
 
-	// ErrInvalidKey: the key function failed, or returned a key that is too
-	// long or not valid UTF-8. Not retryable.
+	// ErrInvalidKey: the key or scope function failed, or the key is too long
+	// or not valid UTF-8. Not retryable.
 	ErrInvalidKey = errors.New("idempotent: invalid idempotency key")
 
 	// ErrInvalidPayload: the payload-validation function failed. Not retryable.

@@ -96,8 +96,8 @@ func defaultPrefix() string {
 }
 
 // WithKey sets the function that extracts the idempotency key from the input,
-// for example an order id or a header. It replaces the default, the JSON of the
-// whole input. An empty key yields ErrMissingKey (see WithOptionalKey); an error
+// for example an order id or a header. It replaces the default, the SHA-256 of the
+// whole input as JSON. An empty key yields ErrMissingKey (see WithOptionalKey); an error
 // yields ErrInvalidKey. In must be the wrapped handler's input type.
 func WithKey[In any](key func(In) (string, error)) Option {
 	return func(c *config) { c.keyFn = key }

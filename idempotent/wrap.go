@@ -34,7 +34,7 @@ const (
 // lambda.StartHandlerFunc, or called directly to make one side effect inside a
 // larger handler idempotent.
 //
-// Without WithKey the key is the JSON of the whole input; for Lambda event types
+// Without WithKey the key is the SHA-256 of the whole input as JSON; for Lambda event types
 // that carry request ids or timestamps that is rarely what you want.
 //
 // Wrap panics if store or handler is nil, or if a generic option was
@@ -110,7 +110,10 @@ func (w *wrapper[In, Out]) logger() *slog.Logger {
 
 func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	if w.cfg.disabled {
-		return w.handler(ctx, in)
+		start := w.cfg.now()
+		out, err := w.handler(ctx, in)
+		w.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
+		return out, err
 	}
 	start := w.cfg.now()
 	var zero Out

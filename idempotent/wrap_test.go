@@ -633,13 +633,17 @@ func TestDisabled(t *testing.T) {
 	store := newSpyStore()
 	var c counter
 	var logs bytes.Buffer
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	var o outcomes
+	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(o.hook),
+		idempotent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	for range 3 {
 		_, err := h(context.Background(), order{ID: "o"})
 		require.NoError(t, err)
 	}
 	assert.EqualValues(t, 3, c.runs.Load())
 	assert.Zero(t, store.calls())
+	assert.Equal(t, []idempotent.Outcome{idempotent.OutcomeBypassed, idempotent.OutcomeBypassed, idempotent.OutcomeBypassed}, o.list(),
+		"one outcome per invocation, as always")
 	assert.Equal(t, 1, strings.Count(logs.String(), "IDEMKIT_DISABLED"), "one warning per cold start")
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -71,7 +72,15 @@ func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _
 	defer m.mu.Unlock()
 	for _, old := range m.ledger {
 		if old.PaymentID == item.PaymentID {
-			return nil, &types.ConditionalCheckFailedException{Message: new(string)}
+			ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+			if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+				av, err := attributevalue.MarshalMap(old)
+				if err != nil {
+					return nil, err
+				}
+				ccf.Item = av
+			}
+			return nil, ccf
 		}
 	}
 	m.ledger = append(m.ledger, item)

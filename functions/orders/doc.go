@@ -26,10 +26,12 @@
 //
 // Idempotent is not exactly-once: an invocation that crashes after the
 // UpdateItem and before its record is completed leaves the key in progress
-// until its lease ends, and the redelivery that takes it over reserves
-// again. A production consumer would make the reservation itself conditional
-// (for example on a per-order attribute); the sample keeps it naive to show
-// what the toolkit guarantees on its own.
+// until its lease ends, and the redelivery that takes it over runs the
+// handler again; so does the redelivery of a message whose write landed but
+// answered an error (its key was released). The reservation itself is
+// therefore conditional on a token derived from [idempotent.DownstreamKey],
+// the same for every run of an order: a repeated write finds its token and
+// reserves nothing more.
 //
 // The handler returned by [New] is safe for concurrent use.
 package orders

@@ -98,13 +98,19 @@ type InventoryItem struct {
 const (
 	// ReservedAttr is the number of units reserved for the SKU.
 	ReservedAttr = "reserved"
-	// ReservationsAttr is the set of tokens of the writes applied, one per
-	// run of the handler, so an SDK retry of the same write applies once.
+	// ReservationsAttr is the set of tokens of the reservations applied, one
+	// per order, so a repeated write applies once.
 	ReservationsAttr = "reservations"
 )
 
-func newReservationToken() string {
-	var b [12]byte
+// reservationToken is "r" and the order's downstream key, the same for
+// every run of the order; a run without idempotency (IDEMKIT_DISABLED) gets a
+// fresh random one.
+func reservationToken(ctx context.Context) string {
+	if key := idempotent.DownstreamKey(ctx); key != "" {
+		return "r" + key
+	}
+	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
 	return "r" + hex.EncodeToString(b[:])
 }
@@ -143,18 +149,20 @@ func (r *reserver) wrap(store idempotent.Store, opts []sqsbatch.Option) func(con
 	return sqsbatch.Wrap(store, r.reserve, all...)
 }
 
-// reserve adds the order's quantity to its SKU's reserved count: ADD is
-// deliberately not idempotent across runs, so an order processed twice would
-// show as a double reservation. Within one run it must apply once even when
-// the SDK retries the write after a lost response, so each run tags its write
-// with a fresh token, added to the item's reservations set in the same
-// update and checked by its condition: a retry that finds its own token has
-// already been applied. (A sample's shortcut: the set grows by one token per
-// reservation; a real inventory would keep reservations as items.)
+// reserve adds the order's quantity to its SKU's reserved count. ADD alone
+// is not idempotent, so the write carries a reservation token, added to the
+// item's reservations set in the same update and checked by its condition:
+// a write that finds its token has already been applied. The token is the
+// order's downstream key (idempotent.DownstreamKey), the same for every run
+// of the order, so the reservation applies once whether the write is
+// repeated by an SDK retry after a lost response, by the redelivery of a
+// message whose write landed but answered an error (its key was released),
+// or by a run after a takeover. (A sample's shortcut: the set grows by one
+// token per order; a real inventory would keep reservations as items.)
 // A failure makes the message a batch item failure and releases its key, so
 // SQS redelivers it and it runs again.
 func (r *reserver) reserve(ctx context.Context, o Order) error {
-	token := newReservationToken()
+	token := reservationToken(ctx)
 	update, err := expression.NewBuilder().
 		WithUpdate(expression.
 			Add(expression.Name(ReservedAttr), expression.Value(o.Quantity)).

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -117,6 +118,41 @@ func TestInventoryFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures, "%s is retried and succeeds", failed)
 	assert.Equal(t, map[string]int64{"A": 1, "B": 3}, reserved(t, tables))
+}
+
+// landsThenFails is an inventory whose first write lands but answers an
+// error, as a write whose retries were throttled, or that ran out of time,
+// does.
+type landsThenFails struct {
+	*e2e.MemoryTables
+	calls atomic.Int32
+}
+
+func (l *landsThenFails) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := l.MemoryTables.UpdateItem(ctx, in, opts...)
+	if l.calls.Add(1) == 1 && err == nil {
+		return nil, context.DeadlineExceeded
+	}
+	return out, err
+}
+
+// TestUnknownWriteOutcomeReservesOnce: a reservation that landed but
+// answered an error fails its message and releases its key; the redelivery
+// runs the handler again, and its write, carrying the order's token, finds
+// the reservation already applied.
+func TestUnknownWriteOutcomeReservesOnce(t *testing.T) {
+	t.Parallel()
+	inventory := &landsThenFails{MemoryTables: &e2e.MemoryTables{}}
+	handler := orders.New(idempotent.NewMemoryStore(), inventory, "inventory")
+	batch := events.SQSEvent{Records: []events.SQSMessage{msg("m1", `{"orderId":"o-1","sku":"A","quantity":2}`)}}
+
+	resp, err := handler(t.Context(), batch)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"m1"}, failures(resp))
+	resp, err = handler(t.Context(), batch) // SQS redelivers m1
+	require.NoError(t, err)
+	assert.Empty(t, failures(resp))
+	assert.Equal(t, map[string]int64{"A": 2}, reserved(t, inventory.MemoryTables))
 }
 
 func TestSamples(t *testing.T) {

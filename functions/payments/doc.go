@@ -41,14 +41,19 @@
 //
 // # The side effect
 //
-// Each executed request writes one new item with a fresh random paymentId to
-// the ledger table (see [LedgerItem]): deliberately not idempotent, so that a
-// duplicate that ran again would show up as a second item. Keys are scoped to
-// the caller (the JWT subject), so two callers sending the same key get two
-// payments and never each other's answer. The item's processorKey is
-// [idempotent.DownstreamKey]: after a crash and a takeover, which re-runs the
-// handler by design, both items carry the same processorKey, which a real
-// card processor would use to charge once.
+// Each executed request writes one item to the ledger table (see
+// [LedgerItem]) with a conditional PutItem. Its paymentId and processorKey
+// both come from [idempotent.DownstreamKey], the same for every run of one
+// Idempotency-Key and caller: the handler runs again after a takeover (a
+// crash, by design) or after a write whose outcome was unknown (the key is
+// released and the client retries), and that run's write finds the payment
+// already recorded and answers with it. Idempotent is not exactly-once; the
+// side effect is made so by keying it on the downstream key, as a card
+// processor does with the Idempotency-Key it receives. Keys are scoped to the
+// caller (the JWT subject), so two callers sending the same key get two
+// payments and never each other's answer. After the key's record expires
+// (Expiry), the same request finds its payment again, and a different one
+// under the same key is refused (422, [ProblemKeyReused]).
 //
 // The handler returned by [New] is safe for concurrent use.
 package payments

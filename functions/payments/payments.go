@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,9 +66,9 @@ type LedgerItem struct {
 	CreatedAt string `json:"createdAt" dynamodbav:"createdAt"`
 	// ProcessorKey is idempotent.DownstreamKey of the request: the key a real
 	// card processor would receive as its Idempotency-Key. It is the same for
-	// every execution of one idempotency key, so if a takeover after a crash
-	// records a payment twice, both items carry the same ProcessorKey and the
-	// processor charges once.
+	// every execution of one idempotency key, and so is the PaymentID derived
+	// from it: a run after a takeover, or a retry after a write whose outcome
+	// was unknown, finds the payment already recorded.
 	ProcessorKey string `json:"processorKey,omitempty" dynamodbav:"processorKey,omitempty"`
 }
 
@@ -145,9 +146,17 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		return invalidRequest(verr), nil
 	}
 
+	// The payment ID comes from the downstream key, the same for every run of
+	// this Idempotency-Key (and caller): the ledger's conditional write then
+	// records one payment however often the handler runs. Only a run without
+	// idempotency (IDEMKIT_DISABLED) gets a fresh one.
+	id := paymentIDFor(idempotent.DownstreamKey(ctx))
+	if id == "" {
+		id = h.newID()
+	}
 	item := LedgerItem{
 		Payment: Payment{
-			PaymentID:  h.newID(),
+			PaymentID:  id,
 			CustomerID: req.CustomerID,
 			Amount:     req.Amount,
 			Currency:   req.Currency,
@@ -157,6 +166,9 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		ProcessorKey: idempotent.DownstreamKey(ctx),
 	}
 	if err := h.record(ctx, &item); err != nil {
+		if errors.Is(err, errKeyReused) {
+			return keyReused(), nil
+		}
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	inv, _ := idempotent.FromContext(ctx)
@@ -180,31 +192,63 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	}, nil
 }
 
-// record writes the ledger item: the deliberately non-idempotent side
-// effect, one new item per call.
+// errKeyReused: the ledger holds another payment under this payment ID.
+var errKeyReused = errors.New("payments: the Idempotency-Key already recorded another payment")
+
+// record writes the ledger item with a conditional PutItem. An item already
+// under its payment ID was written by an earlier run of the same key: an SDK
+// retry after a lost response, a client retry after a write whose outcome
+// was unknown (the key was released), or the run a takeover replaced. If it
+// is the same payment, item becomes that item (its first createdAt) and the
+// payment counts as recorded, once; if not (the key was reused for another
+// payment after its idempotency record expired), record returns
+// errKeyReused.
 func (h *handler) record(ctx context.Context, item *LedgerItem) error {
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {
 		return fmt.Errorf("payments: encode ledger item: %w", err)
 	}
 	_, err = h.ledger.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 &h.table,
-		Item:                      av,
-		ConditionExpression:       h.put.Condition(),
-		ExpressionAttributeNames:  h.put.Names(),
-		ExpressionAttributeValues: h.put.Values(),
+		TableName:                           &h.table,
+		Item:                                av,
+		ConditionExpression:                 h.put.Condition(),
+		ExpressionAttributeNames:            h.put.Names(),
+		ExpressionAttributeValues:           h.put.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var exists *types.ConditionalCheckFailedException
-	if errors.As(err, &exists) {
-		// paymentId is fresh and random: an item already holding it can only
-		// be this call's own write, landed by an attempt whose response was
-		// lost before the SDK retried. The payment is recorded, once.
+	if !errors.As(err, &exists) {
+		if err != nil {
+			return fmt.Errorf("payments: record payment: %w", err)
+		}
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("payments: record payment: %w", err)
+	if len(exists.Item) == 0 {
+		// A server that does not return the item: the ID says it is this
+		// key's payment, which payload validation kept the same.
+		return nil
 	}
+	var old LedgerItem
+	if err := attributevalue.UnmarshalMap(exists.Item, &old); err != nil {
+		return fmt.Errorf("payments: read the recorded payment: %w", err)
+	}
+	if old.CustomerID != item.CustomerID || old.Amount != item.Amount || old.Currency != item.Currency {
+		return errKeyReused
+	}
+	*item = old
 	return nil
+}
+
+// paymentIDFor derives a payment ID from a downstream key (32 hex digits):
+// "pay_" and its 16 bytes in lower-case base32, the form of NewPaymentID.
+// It returns "" for anything else, such as the empty key of a run without
+// idempotency.
+func paymentIDFor(downstreamKey string) string {
+	b, err := hex.DecodeString(downstreamKey)
+	if err != nil || len(b) != 16 {
+		return ""
+	}
+	return "pay_" + strings.ToLower(idEncoding.EncodeToString(b))
 }
 
 // header returns a request header's value, its name matched

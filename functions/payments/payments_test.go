@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -177,10 +180,11 @@ func (crashingStore) Complete(context.Context, idempotent.Record) error {
 	return errors.New("test: process crashed")
 }
 
-// TestTakeoverKeepsProcessorKey: after a crash and a takeover, which runs
-// the handler again by design, both ledger items carry the same
-// processorKey, the downstream key a card processor would deduplicate on.
-func TestTakeoverKeepsProcessorKey(t *testing.T) {
+// TestTakeoverRecordsOnePayment: after a crash and a takeover, which runs
+// the handler again by design, the ledger still holds one payment: the run's
+// payment ID comes from the downstream key, so its conditional write finds
+// the first run's item, and the answer is that payment.
+func TestTakeoverRecordsOnePayment(t *testing.T) {
 	t.Parallel()
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
@@ -202,13 +206,85 @@ func TestTakeoverKeepsProcessorKey(t *testing.T) {
 	second, err := handler(ctx, request(t, nil))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, second.StatusCode)
-	assert.NotEqual(t, first.Body, second.Body, "the takeover ran the handler again")
+	assert.Empty(t, second.Headers[apigateway.HeaderReplayed], "the takeover ran the handler again")
+	assert.JSONEq(t, first.Body, second.Body, "and answered with the payment the first run recorded")
 
 	items, _ := ledger.Ledger(t.Context())
-	require.Len(t, items, 2)
-	assert.NotEqual(t, items[0].PaymentID, items[1].PaymentID)
-	assert.Equal(t, items[0].ProcessorKey, items[1].ProcessorKey)
+	require.Len(t, items, 1, "one payment")
 	assert.Regexp(t, `^[0-9a-f]{32}$`, items[0].ProcessorKey)
+}
+
+// landsThenFails is a ledger whose first write lands but answers an error,
+// as a write whose retries were throttled, or that ran out of time, does.
+type landsThenFails struct {
+	*e2e.MemoryTables
+	calls atomic.Int32
+}
+
+func (l *landsThenFails) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := l.MemoryTables.PutItem(ctx, in, opts...)
+	if l.calls.Add(1) == 1 && err == nil {
+		return nil, context.DeadlineExceeded
+	}
+	return out, err
+}
+
+// TestUnknownWriteOutcomeRecordsOnce: a ledger write that landed but
+// answered an error makes the handler fail, so the key is released (500);
+// the client's retry runs the handler again, and its write finds the
+// payment already recorded: one payment, and the retry answers with it.
+func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
+	t.Parallel()
+	ledger := &landsThenFails{MemoryTables: &e2e.MemoryTables{}}
+	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", apigateway.WithLogger(slog.New(slog.DiscardHandler)))
+
+	failed, err := handler(t.Context(), request(t, nil))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusInternalServerError, failed.StatusCode)
+
+	retried, err := handler(t.Context(), request(t, nil))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, retried.StatusCode, retried.Body)
+	var p payments.Payment
+	require.NoError(t, json.Unmarshal([]byte(retried.Body), &p))
+
+	items, _ := ledger.Ledger(t.Context())
+	require.Len(t, items, 1, "one payment")
+	assert.Equal(t, items[0].Payment, p)
+}
+
+// TestKeyReusedAfterExpiry: once a key's idempotency record has expired, the
+// same request is recognized by the ledger (the same payment, not a second
+// one), and another payment under the same key is refused with 422.
+func TestKeyReusedAfterExpiry(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	ledger := &e2e.MemoryTables{}
+	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", apigateway.WithIdempotentOptions(idempotent.WithClock(clock)))
+
+	first, err := handler(t.Context(), request(t, nil))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, first.StatusCode)
+
+	offset.Store(int64(payments.Expiry + time.Hour)) // the record has expired
+	again, err := handler(t.Context(), request(t, nil))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, again.StatusCode)
+	assert.Empty(t, again.Headers[apigateway.HeaderReplayed], "a new record: the handler ran")
+	assert.JSONEq(t, first.Body, again.Body, "the same payment")
+
+	offset.Store(int64(3*payments.Expiry + time.Hour)) // expired again
+	other, err := handler(t.Context(), request(t, func(ev *events.APIGatewayV2HTTPRequest) {
+		ev.Body = strings.Replace(ev.Body, "2500", "9900", 1)
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, payments.ProblemKeyReused, decodeProblem(t, other).Type)
+	assert.Equal(t, http.StatusUnprocessableEntity, other.StatusCode)
+
+	items, _ := ledger.Ledger(t.Context())
+	require.Len(t, items, 1)
+	assert.Equal(t, int64(2500), items[0].Amount)
 }
 
 func TestNewPanicsOnMisconfiguration(t *testing.T) {

@@ -24,6 +24,10 @@ const (
 	ProblemNotFound = "https://idemkit.dev/problems/payments/not-found"
 	// ProblemMethodNotAllowed: 405, the method is not POST (Allow says so).
 	ProblemMethodNotAllowed = "https://idemkit.dev/problems/payments/method-not-allowed"
+	// ProblemKeyReused: 422, the ledger already holds a different payment
+	// for this Idempotency-Key (sent again, with another body, after its
+	// idempotency record expired).
+	ProblemKeyReused = "https://idemkit.dev/problems/payments/key-reused"
 )
 
 // problem is an RFC 9457 problem details object, with the "invalid-params"
@@ -73,6 +77,15 @@ func notFound() events.APIGatewayV2HTTPResponse {
 		Title:  "Not found",
 		Status: http.StatusNotFound,
 		Detail: "This function serves POST " + Path + " only.",
+	})
+}
+
+func keyReused() events.APIGatewayV2HTTPResponse {
+	return problemResponse(problem{
+		Type:   ProblemKeyReused,
+		Title:  "Idempotency-Key already used for another payment",
+		Status: http.StatusUnprocessableEntity,
+		Detail: "This Idempotency-Key once recorded a payment with another customer, amount or currency. Use a new key for a new payment.",
 	})
 }
 

@@ -3,8 +3,12 @@ package emf
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,8 +23,12 @@ type Options struct {
 	// Namespace is the CloudWatch metric namespace (default DefaultNamespace).
 	Namespace string
 	// Dimensions are attached to every metric. The default is one dimension,
-	// FunctionName, from AWS_LAMBDA_FUNCTION_NAME (omitted outside Lambda).
-	// CloudWatch allows at most 30 dimensions.
+	// FunctionName, from AWS_LAMBDA_FUNCTION_NAME (omitted outside Lambda);
+	// the map is never nil, so an option may add to it. New copies it. At most
+	// 30 dimensions (CloudWatch's limit), each with a non-empty name and
+	// value; a name may not be "_aws" or one of the metric names (the
+	// outcomes, took_over, from_cache, duration_ms), which share the line.
+	// New panics otherwise.
 	Dimensions map[string]string
 	// Now replaces time.Now for the line's timestamp (for tests).
 	Now func() time.Time
@@ -36,10 +44,13 @@ type Metrics struct {
 
 // New returns a Metrics writing to w (os.Stdout in Lambda, where stdout goes to
 // CloudWatch Logs).
+//
+// New panics if the dimensions break the rules in Options.Dimensions: a
+// programmer error, found at start-up.
 func New(w io.Writer, optFns ...func(*Options)) *Metrics {
-	opts := Options{Namespace: DefaultNamespace, Now: time.Now}
+	opts := Options{Namespace: DefaultNamespace, Now: time.Now, Dimensions: map[string]string{}}
 	if fn := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
-		opts.Dimensions = map[string]string{"FunctionName": fn}
+		opts.Dimensions["FunctionName"] = fn
 	}
 	for _, fn := range optFns {
 		fn(&opts)
@@ -50,11 +61,38 @@ func New(w io.Writer, optFns ...func(*Options)) *Metrics {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dims := make([]string, 0, len(opts.Dimensions))
-	for k := range opts.Dimensions {
-		dims = append(dims, k)
+	opts.Dimensions = maps.Clone(opts.Dimensions) // later changes by the caller cannot reach the lines
+	if err := checkDimensions(opts.Dimensions); err != nil {
+		panic("emf: New: " + err.Error())
 	}
+	dims := append([]string{}, slices.Sorted(maps.Keys(opts.Dimensions))...) // [] not null in the JSON
 	return &Metrics{w: w, opts: opts, dims: dims}
+}
+
+// maxDimensions is CloudWatch's limit of dimensions per metric.
+const maxDimensions = 30
+
+// checkDimensions enforces the rules of Options.Dimensions. A dimension may
+// not share its name with a metric: both are members of the same JSON line.
+func checkDimensions(dims map[string]string) error {
+	if len(dims) > maxDimensions {
+		return fmt.Errorf("%d dimensions, CloudWatch allows at most %d", len(dims), maxDimensions)
+	}
+	reserved := map[string]bool{"_aws": true, "took_over": true, "from_cache": true, "duration_ms": true}
+	for o := idempotent.Outcome(1); o.String() != "unknown"; o++ {
+		reserved[o.String()] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(dims)) {
+		switch {
+		case name == "":
+			return errors.New("a dimension with an empty name")
+		case dims[name] == "":
+			return fmt.Errorf("dimension %q has an empty value", name)
+		case reserved[name]:
+			return fmt.Errorf("dimension %q has the name of a metric or of the EMF metadata", name)
+		}
+	}
+	return nil
 }
 
 type metricDef struct {

@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"maps"
 	"sort"
 	"testing"
 	"time"
@@ -101,4 +104,52 @@ func TestTakeoverAndCacheFlags(t *testing.T) {
 	assert.EqualValues(t, 1, lines[1].Fields["from_cache"])
 	assert.Equal(t, emf.DefaultNamespace, lines[0].AWS.CloudWatchMetrics[0].Namespace)
 	assert.Equal(t, [][]string{{}}, lines[0].AWS.CloudWatchMetrics[0].Dimensions, "no dimensions outside Lambda")
+}
+
+func TestDimensionRules(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "")
+	tooMany := map[string]string{}
+	for i := range 31 {
+		tooMany[fmt.Sprintf("d%02d", i)] = "v"
+	}
+	tests := []struct {
+		name string
+		dims map[string]string
+		want string // the panic's message; "" for none
+	}{
+		{"added outside Lambda", map[string]string{"Stage": "test"}, ""},
+		{"named like a metric", map[string]string{"executed": "x"}, `emf: New: dimension "executed" has the name of a metric or of the EMF metadata`},
+		{"named like a flag", map[string]string{"took_over": "x"}, `emf: New: dimension "took_over" has the name of a metric or of the EMF metadata`},
+		{"the metadata", map[string]string{"_aws": "x"}, `emf: New: dimension "_aws" has the name of a metric or of the EMF metadata`},
+		{"empty value", map[string]string{"Stage": ""}, `emf: New: dimension "Stage" has an empty value`},
+		{"empty name", map[string]string{"": "x"}, "emf: New: a dimension with an empty name"},
+		{"too many", tooMany, "emf: New: 31 dimensions, CloudWatch allows at most 30"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			newMetrics := func() *emf.Metrics {
+				return emf.New(io.Discard, func(o *emf.Options) { maps.Copy(o.Dimensions, tt.dims) })
+			}
+			if tt.want != "" {
+				assert.PanicsWithValue(t, tt.want, func() { newMetrics() })
+				return
+			}
+			assert.NotPanics(t, func() { newMetrics() })
+		})
+	}
+}
+
+// The options' map is copied: changing it after New changes no line.
+func TestDimensionsAreCopied(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "payments")
+	var buf bytes.Buffer
+	var dims map[string]string
+	m := emf.New(&buf, func(o *emf.Options) { dims = o.Dimensions })
+	delete(dims, "FunctionName")
+	dims["Later"] = "x"
+	m.Hook(context.Background(), idempotent.Event{Outcome: idempotent.OutcomeExecuted})
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
+	assert.Equal(t, "payments", line["FunctionName"])
+	assert.NotContains(t, line, "Later")
 }
