@@ -21,7 +21,7 @@ const timeout = time.Minute
 
 func main() {
 	verbose := flag.Bool("v", false, "write the functions' JSON logs to stderr")
-	keep := flag.Bool("keep", false, "keep the demo tables instead of deleting them")
+	keep := flag.Bool("keep", false, "keep the demo tables instead of deleting them (useful with your own AWS_ENDPOINT_URL_DYNAMODB: make demo's DynamoDB Local is in memory and stops with the demo)")
 	flag.Parse()
 
 	logs := io.Discard

@@ -67,7 +67,7 @@ func unsupportedMediaType() events.APIGatewayV2HTTPResponse {
 		Type:   ProblemUnsupportedMediaType,
 		Title:  "Unsupported media type",
 		Status: http.StatusUnsupportedMediaType,
-		Detail: "Send the payment request as a JSON object with Content-Type: application/json.",
+		Detail: "Send the payment request as a JSON object with Content-Type: application/json, with a new Idempotency-Key.",
 	}, "Accept-Post", "application/json")
 }
 
