@@ -6,6 +6,7 @@ package apigateway_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -52,4 +53,44 @@ func ExampleWrapV2_callerScope() {
 	// 201 {"payment":1} replayed: false
 	// 201 {"payment":1} replayed: true
 	// 201 {"payment":2} replayed: false
+}
+
+// An HTTP API Lambda authorizer with simple responses passes its context but
+// no principalId: name the context field that identifies the caller, and each
+// caller gets their own key space. A request whose authorizer context lacks
+// the field is refused (500) rather than put in a shared scope.
+func ExampleWithAuthorizerCaller() {
+	payments := 0
+	handler := apigateway.WrapV2(idempotent.NewMemoryStore(),
+		func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			payments++
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: fmt.Sprintf(`{"payment":%d}`, payments)}, nil
+		},
+		apigateway.WithAuthorizerCaller("userId"),
+		apigateway.WithLogger(slog.New(slog.DiscardHandler)))
+
+	request := func(authorizerContext map[string]any) events.APIGatewayV2HTTPRequest {
+		req := events.APIGatewayV2HTTPRequest{
+			RawPath: "/payments",
+			Headers: map[string]string{"idempotency-key": "8e03978e", "content-type": "application/json"},
+			Body:    `{"amount":2500}`,
+		}
+		req.RequestContext.HTTP.Method = http.MethodPost
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: authorizerContext}
+		return req
+	}
+	for _, req := range []events.APIGatewayV2HTTPRequest{
+		request(map[string]any{"userId": "alice"}),
+		request(map[string]any{"userId": "alice"}), // Alice's retry
+		request(map[string]any{"userId": "bob"}),   // Bob, same key and body
+		request(map[string]any{"tenant": "acme"}),  // no userId: refused
+	} {
+		resp, _ := handler(context.Background(), req)
+		fmt.Println(resp.StatusCode, resp.Headers[apigateway.HeaderReplayed] == "true", payments)
+	}
+	// Output:
+	// 201 false 1
+	// 201 true 1
+	// 201 false 2
+	// 500 false 2
 }
