@@ -30,6 +30,10 @@ type MemoryTables struct {
 	// (PutItem or UpdateItem); a non-nil error fails the write, which then
 	// changes nothing.
 	Fail func(op string) error
+	// FailAfter, when set, is called after every write that was applied; a
+	// non-nil error is returned in place of the write's answer, as when a
+	// write lands but its caller sees a timeout or an exhausted retry.
+	FailAfter func(op string) error
 
 	mu        sync.Mutex
 	ledger    []payments.LedgerItem
@@ -42,6 +46,15 @@ var (
 	_ orders.Inventory = (*MemoryTables)(nil)
 	_ State            = (*MemoryTables)(nil)
 )
+
+// after reports an applied write's outcome as FailAfter decides. It runs
+// under m.mu; FailAfter must not call back into m.
+func (m *MemoryTables) after(op string) error {
+	if m.FailAfter != nil {
+		return m.FailAfter(op)
+	}
+	return nil
+}
 
 func (m *MemoryTables) before(ctx context.Context, op string) error {
 	if m.Delay > 0 {
@@ -84,7 +97,7 @@ func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _
 		}
 	}
 	m.ledger = append(m.ledger, item)
-	return &dynamodb.PutItemOutput{}, nil
+	return &dynamodb.PutItemOutput{}, m.after("PutItem")
 }
 
 // UpdateItem implements orders.Inventory: it understands the orders
@@ -127,7 +140,7 @@ func (m *MemoryTables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	}
 	m.tokens[token] = true
 	m.inventory[sku.Value] += n
-	return &dynamodb.UpdateItemOutput{}, nil
+	return &dynamodb.UpdateItemOutput{}, m.after("UpdateItem")
 }
 
 // Ledger implements State.

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -120,29 +119,20 @@ func TestInventoryFailure(t *testing.T) {
 	assert.Equal(t, map[string]int64{"A": 1, "B": 3}, reserved(t, tables))
 }
 
-// landsThenFails is an inventory whose first write lands but answers an
-// error, as a write whose retries were throttled, or that ran out of time,
-// does.
-type landsThenFails struct {
-	*e2e.MemoryTables
-	calls atomic.Int32
-}
-
-func (l *landsThenFails) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	out, err := l.MemoryTables.UpdateItem(ctx, in, opts...)
-	if l.calls.Add(1) == 1 && err == nil {
-		return nil, context.DeadlineExceeded
-	}
-	return out, err
-}
-
 // TestUnknownWriteOutcomeReservesOnce: a reservation that landed but
 // answered an error fails its message and releases its key; the redelivery
 // runs the handler again, and its write, carrying the order's token, finds
 // the reservation already applied.
 func TestUnknownWriteOutcomeReservesOnce(t *testing.T) {
 	t.Parallel()
-	inventory := &landsThenFails{MemoryTables: &e2e.MemoryTables{}}
+	// The first write lands but answers an error.
+	var writes atomic.Int32
+	inventory := &e2e.MemoryTables{FailAfter: func(string) error {
+		if writes.Add(1) == 1 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}}
 	handler := orders.New(idempotent.NewMemoryStore(), inventory, "inventory")
 	batch := events.SQSEvent{Records: []events.SQSMessage{msg("m1", `{"orderId":"o-1","sku":"A","quantity":2}`)}}
 
@@ -152,7 +142,7 @@ func TestUnknownWriteOutcomeReservesOnce(t *testing.T) {
 	resp, err = handler(t.Context(), batch) // SQS redelivers m1
 	require.NoError(t, err)
 	assert.Empty(t, failures(resp))
-	assert.Equal(t, map[string]int64{"A": 2}, reserved(t, inventory.MemoryTables))
+	assert.Equal(t, map[string]int64{"A": 2}, reserved(t, inventory))
 }
 
 func TestSamples(t *testing.T) {

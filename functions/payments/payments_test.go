@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -214,28 +213,21 @@ func TestTakeoverRecordsOnePayment(t *testing.T) {
 	assert.Regexp(t, `^[0-9a-f]{32}$`, items[0].ProcessorKey)
 }
 
-// landsThenFails is a ledger whose first write lands but answers an error,
-// as a write whose retries were throttled, or that ran out of time, does.
-type landsThenFails struct {
-	*e2e.MemoryTables
-	calls atomic.Int32
-}
-
-func (l *landsThenFails) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	out, err := l.MemoryTables.PutItem(ctx, in, opts...)
-	if l.calls.Add(1) == 1 && err == nil {
-		return nil, context.DeadlineExceeded
-	}
-	return out, err
-}
-
 // TestUnknownWriteOutcomeRecordsOnce: a ledger write that landed but
 // answered an error makes the handler fail, so the key is released (500);
 // the client's retry runs the handler again, and its write finds the
 // payment already recorded: one payment, and the retry answers with it.
 func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 	t.Parallel()
-	ledger := &landsThenFails{MemoryTables: &e2e.MemoryTables{}}
+	// The first write lands but answers an error, as one whose retries were
+	// throttled, or that ran out of time, does.
+	var writes atomic.Int32
+	ledger := &e2e.MemoryTables{FailAfter: func(string) error {
+		if writes.Add(1) == 1 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}}
 	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", apigateway.WithLogger(slog.New(slog.DiscardHandler)))
 
 	failed, err := handler(t.Context(), request(t, nil))
