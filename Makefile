@@ -118,7 +118,7 @@ deploy-local: infra/node_modules/.package-lock.json
 test-local:
 	IDEMKIT_STACK_OUTPUTS=$(CURDIR)/infra/cdk-outputs.local.json AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-http://127.0.0.1:4566} \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-		go test -count=1 -run TestDeployed -v ./functions/e2e/
+		go test -count=1 -timeout 20m -run TestDeployed -v ./functions/e2e/
 
 # The stack tests (assertions.Template_FromStack); they start Node for jsii. The first compile of
 # aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds. infra/cli_test.go also runs the pinned

@@ -56,9 +56,13 @@ func Run(t *testing.T, target Target) {
 		}{"orders/through the queue", ordersThroughQueue})
 	}
 	for _, sc := range scenarios {
+		timeout := suiteTimeout
+		if sc.name == "orders/through the queue" {
+			timeout += target.QueueWait + target.QueueSettle
+		}
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
+			ctx, cancel := context.WithTimeout(t.Context(), timeout)
 			defer cancel()
 			sc.run(t, &scenario{Target: target, ctx: ctx, p: NewPersonalize()})
 		})

@@ -834,12 +834,19 @@ func TestAuthorizerCaller(t *testing.T) {
 			assert.Equal(t, 3, c.count())
 			assert.NotContains(t, logs.String(), "share one idempotency scope")
 
+			// The kind is part of the caller: the string "42" is not the number 42.
+			assert.False(t, replayed(call(as(map[string]any{"userId": "42"}))))
+			// A context field named "claims" does not make it a Cognito authorizer.
+			assert.False(t, replayed(call(as(map[string]any{"userId": "carol", "claims": "x", "principalId": "shared"}))))
+			assert.Equal(t, 5, c.count())
+
 			for name, ctx := range map[string]map[string]any{
 				"missing": {"principalId": "p"}, "empty": {"userId": ""}, "not a scalar": {"userId": map[string]any{"id": "x"}},
+				"a fraction": {"userId": 1.5}, "beyond 2^53": {"userId": 1e16},
 			} {
 				r := call(as(ctx))
 				requireProblem(t, r, http.StatusInternalServerError, apigateway.ProblemInternal)
-				assert.Equal(t, 3, c.count(), "%s field: the handler did not run", name)
+				assert.Equal(t, 5, c.count(), "%s field: the handler did not run", name)
 			}
 			assert.Contains(t, logs.String(), `has no usable \"userId\" field`)
 
@@ -847,9 +854,16 @@ func TestAuthorizerCaller(t *testing.T) {
 			r := post("shared-key", `{"amount":1}`)
 			r.sub = "alice"
 			assert.False(t, replayed(call(r)))
-			assert.Equal(t, 4, c.count())
+			assert.Equal(t, 6, c.count())
 		})
 	}
+	// HTTP API: a Lambda authorizer that passed no context at all is refused
+	// too, not put in the shared anonymous scope.
+	var c counter
+	call := wrapV2(t, idempotent.NewMemoryStore(), c.handle, quiet, apigateway.WithAuthorizerCaller("userId"))
+	requireProblem(t, call(as(map[string]any{})), http.StatusInternalServerError, apigateway.ProblemInternal)
+	assert.Zero(t, c.count())
+
 	assert.PanicsWithValue(t, "apigateway: WithAuthorizerCaller: empty field name", func() {
 		apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, nil

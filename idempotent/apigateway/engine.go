@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -173,11 +174,12 @@ func (e *engine) callerScope(ctx context.Context, req *request) error {
 		return nil
 	}
 	if field := e.opts.callerField; field != "" {
-		v, ok := scalarString(req.lambdaAuth[field])
+		kind, v, ok := scalarString(req.lambdaAuth[field])
 		if !ok {
-			return fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller)", field)
+			return fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller): "+
+				"want a non-empty string, an integer of at most 2^53 or a boolean", field)
 		}
-		req.scope = principal(callerLambdaCtx, field, v)
+		req.scope = principal(callerLambdaCtx, field, kind, v)
 		return nil
 	}
 	if req.scope == anonymous {
@@ -189,25 +191,40 @@ func (e *engine) callerScope(ctx context.Context, req *request) error {
 	return nil
 }
 
-// scalarString renders an authorizer context value (a string, number or
-// boolean; numbers are float64 once decoded from JSON); ok is false for an
-// empty or missing value or any other type.
-func scalarString(v any) (string, bool) {
+// maxExactInt is the largest integer a float64 (what a JSON number decodes
+// to) holds exactly: beyond it, two different ids could decode the same.
+const maxExactInt = 1 << 53
+
+// scalarString renders an authorizer context value that names a caller,
+// with its kind ("s" string, "n" integer, "b" boolean) so that "1" and 1 are
+// different callers. ok is false for a missing or empty value, a number that
+// is not an integer of magnitude at most 2^53, and any other type.
+func scalarString(v any) (kind, s string, ok bool) {
 	switch v := v.(type) {
 	case string:
-		return v, v != ""
+		return "s", v, v != ""
 	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64), true
+		if v != math.Trunc(v) || math.Abs(v) > maxExactInt {
+			return "", "", false
+		}
+		return "n", strconv.FormatInt(int64(v), 10), true
 	case int:
-		return strconv.Itoa(v), true
+		return scalarString(int64(v))
 	case int64:
-		return strconv.FormatInt(v, 10), true
-	case bool:
-		return strconv.FormatBool(v), true
+		if v > maxExactInt || v < -maxExactInt {
+			return "", "", false
+		}
+		return "n", strconv.FormatInt(v, 10), true
 	case json.Number:
-		return v.String(), v != ""
+		n, err := v.Int64()
+		if err != nil {
+			return "", "", false
+		}
+		return scalarString(n)
+	case bool:
+		return "b", strconv.FormatBool(v), true
 	}
-	return "", false
+	return "", "", false
 }
 
 // inner is the function the core makes idempotent. It runs the handler and

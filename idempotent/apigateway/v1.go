@@ -109,7 +109,9 @@ func scopeV1(rc *events.APIGatewayProxyRequestContext) string {
 // authorized by a Lambda authorizer (its principalId and context fields,
 // flattened); nil for other requests.
 func lambdaAuthorizerV1(rc *events.APIGatewayProxyRequestContext) map[string]any {
-	if len(rc.Authorizer) == 0 || rc.Authorizer["claims"] != nil {
+	// A Cognito user pool authorizer's claims are a map; a Lambda authorizer
+	// may well have a context field named "claims" of its own.
+	if len(rc.Authorizer) == 0 || stringMap(rc.Authorizer["claims"]) != nil {
 		return nil
 	}
 	return rc.Authorizer

@@ -73,12 +73,17 @@ func requestV2(ev *events.APIGatewayV2HTTPRequest) request {
 }
 
 // lambdaAuthorizerV2 returns the context a Lambda authorizer gave an HTTP API
-// request; nil for other requests.
+// request, empty but not nil when it gave none; nil for requests no Lambda
+// authorizer authorized (none, or a JWT or IAM authorizer).
 func lambdaAuthorizerV2(rc *events.APIGatewayV2HTTPRequestContext) map[string]any {
-	if rc.Authorizer == nil || len(rc.Authorizer.Lambda) == 0 {
+	a := rc.Authorizer
+	if a == nil || a.JWT != nil || a.IAM != nil {
 		return nil
 	}
-	return rc.Authorizer.Lambda
+	if a.Lambda == nil {
+		return map[string]any{}
+	}
+	return a.Lambda
 }
 
 // scopeV2 names the caller of an HTTP API request: the JWT authorizer's

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,12 @@ type Options struct {
 	Namespace string
 	// Dimensions are attached to every metric. The default is one dimension,
 	// FunctionName, from AWS_LAMBDA_FUNCTION_NAME (omitted outside Lambda);
-	// the map is never nil, so an option may add to it. New copies it. At most
-	// 30 dimensions (CloudWatch's limit), each with a non-empty name and
-	// value; a name may not be "_aws" or one of the metric names (the
+	// the map is never nil, so an option may add to it. New copies it.
+	// CloudWatch's rules apply: at most 30 dimensions; names of 1 to 255 and
+	// values of 1 to 1024 printable ASCII characters, not all spaces; no name
+	// starting with a colon. And a name may not be "_aws" or a metric's (the
 	// outcomes, took_over, from_cache, duration_ms), which share the line.
-	// New panics otherwise.
+	// New panics otherwise: CloudWatch would drop the metrics silently.
 	Dimensions map[string]string
 	// Now replaces time.Now for the line's timestamp (for tests).
 	Now func() time.Time
@@ -90,9 +92,31 @@ func checkDimensions(dims map[string]string) error {
 			return fmt.Errorf("dimension %q has an empty value", name)
 		case reserved[name]:
 			return fmt.Errorf("dimension %q has the name of a metric or of the EMF metadata", name)
+		case strings.HasPrefix(name, ":"):
+			return fmt.Errorf("dimension %q starts with a colon", name)
+		case len(name) > 255:
+			return fmt.Errorf("dimension name %.20q… is longer than 255 characters", name)
+		case len(dims[name]) > 1024:
+			return fmt.Errorf("dimension %q has a value longer than 1024 characters", name)
+		case !printableASCII(name) || !printableASCII(dims[name]):
+			return fmt.Errorf("dimension %q: names and values must be printable ASCII, not all spaces", name)
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether s is printable ASCII with at least one
+// character that is not a space.
+func printableASCII(s string) bool {
+	visible := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' || c > '~' {
+			return false
+		}
+		visible = visible || c != ' '
+	}
+	return visible
 }
 
 type metricDef struct {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,11 @@ func TestDimensionRules(t *testing.T) {
 		{"empty value", map[string]string{"Stage": ""}, `emf: New: dimension "Stage" has an empty value`},
 		{"empty name", map[string]string{"": "x"}, "emf: New: a dimension with an empty name"},
 		{"too many", tooMany, "emf: New: 31 dimensions, CloudWatch allows at most 30"},
+		{"a blank value", map[string]string{"Stage": "  "}, `emf: New: dimension "Stage": names and values must be printable ASCII, not all spaces`},
+		{"not ASCII", map[string]string{"Stäge": "x"}, `emf: New: dimension "Stäge": names and values must be printable ASCII, not all spaces`},
+		{"a leading colon", map[string]string{":Stage": "x"}, `emf: New: dimension ":Stage" starts with a colon`},
+		{"a long value", map[string]string{"Stage": strings.Repeat("v", 1025)}, `emf: New: dimension "Stage" has a value longer than 1024 characters`},
+		{"a long name", map[string]string{strings.Repeat("n", 256): "x"}, `emf: New: dimension name "nnnnnnnnnnnnnnnnnnnn"… is longer than 255 characters`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

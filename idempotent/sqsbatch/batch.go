@@ -36,7 +36,12 @@ func (b *batcher[T]) handleBatch(ctx context.Context, ev events.SQSEvent) (event
 		b.prepare(ctx, &items[i], &ev.Records[i])
 	}
 	p := makePlan(items)
+	// Every message counts as failed until it is processed: a lane cut short
+	// (runtime.Goexit in a handler, say) then loses none of its messages.
 	failed := make([]bool, len(items))
+	for i := range failed {
+		failed[i] = true
+	}
 	b.runLanes(ctx, p, items, failed)
 
 	reported := make(map[string]bool)
@@ -92,7 +97,7 @@ type plan struct {
 	lanes [][]int
 	fifo  bool
 	locks map[string]*sync.Mutex // read-only once made
-	done  *keySet                // keys whose message succeeded in this batch
+	done  *keySet                // keys whose handler ran and succeeded in this batch
 }
 
 // keySet is a set of keys shared by the lanes of one batch.
@@ -181,7 +186,14 @@ func (b *batcher[T]) runLanes(ctx context.Context, p plan, items []item[T], fail
 		}
 		return
 	}
-	next := make(chan []int)
+	// Every lane is queued before the workers start, so a worker that exits
+	// early (runtime.Goexit) cannot block the queueing; its unprocessed
+	// messages stay failed.
+	next := make(chan []int, len(p.lanes))
+	for _, lane := range p.lanes {
+		next <- lane
+	}
+	close(next)
 	var wg sync.WaitGroup
 	wg.Add(n)
 	for range n {
@@ -192,27 +204,24 @@ func (b *batcher[T]) runLanes(ctx context.Context, p plan, items []item[T], fail
 			}
 		}()
 	}
-	for _, lane := range p.lanes {
-		next <- lane
-	}
-	close(next)
 	wg.Wait()
 }
 
 // runLane processes a lane's messages in order. On a FIFO queue the first
 // failure fails the rest of its message group unprocessed, so that a retry
 // sees the group's messages in their original order.
+// Each lane writes only its own entries of failed, all true on entry, and
+// clears those of the messages that may be deleted.
 func (b *batcher[T]) runLane(ctx context.Context, p plan, lane []int, items []item[T], failed []bool) {
 	for pos, i := range lane {
 		if b.process(ctx, p, &items[i]) {
+			failed[i] = false
 			continue
 		}
-		failed[i] = true
 		if !p.fifo {
 			continue
 		}
 		for _, j := range lane[pos+1:] {
-			failed[j] = true
 			b.log().LogAttrs(ctx, slog.LevelInfo, "sqsbatch: skipped after an earlier failure in its message group",
 				slog.String("message_id", items[j].msg.MessageId))
 		}
@@ -261,15 +270,16 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 	case err == nil || errors.Is(err, idempotent.ErrResponseNotStored):
 		// ErrResponseNotStored: the handler already ran for this key; an SQS
 		// message needs no response, so it is done.
-		if it.hasKey() {
+		if it.ran && it.ranOK && it.hasKey() {
 			p.done.add(it.key)
 		}
 		return true
-	case errors.Is(err, idempotent.ErrInProgress) && it.hasKey() && p.done.has(it.key):
-		// A duplicate of a message that succeeded earlier in this batch but
-		// whose completion failed: the record is still in progress under this
-		// invocation's own lease. The key is done; failing this message would
-		// have its redelivery take over after the lease and run it again.
+	case !it.ran && errors.Is(err, idempotent.ErrInProgress) && it.hasKey() && p.done.has(it.key):
+		// The core found the key in progress, and its handler ran and
+		// succeeded earlier in this batch: that message's completion failed
+		// (or its record was taken over since). The key's work is done here;
+		// failing this message would have its redelivery take the record over
+		// after the lease and run the handler again.
 		b.log().LogAttrs(ctx, slog.LevelInfo, "sqsbatch: duplicate of a message that succeeded in this batch", id)
 		return true
 	}

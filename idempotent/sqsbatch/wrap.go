@@ -83,6 +83,8 @@ type item[T any] struct {
 	key    string
 	keyErr error // handed to the core, which reports it as ErrInvalidKey
 	err    error // the message cannot be processed at all (invalid body, panic)
+	ran    bool  // the core ran the handler for this message
+	ranOK  bool  // ... and it succeeded
 }
 
 // hasKey reports whether the item has a usable key to group and lock on.
@@ -124,6 +126,7 @@ func newBatcher[T any](store idempotent.Store, handle func(context.Context, T) e
 // still shows where it happened; the core then releases the record as for
 // any failure.
 func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err error) {
+	it.ran = true
 	defer func() {
 		if r := recover(); r != nil {
 			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: handler panicked",
@@ -134,6 +137,7 @@ func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err erro
 				err = fmt.Errorf("%w in handler: %v", errPanicked, r)
 			}
 		}
+		it.ranOK = err == nil
 	}()
 	return struct{}{}, b.handle(ctx, it.val)
 }

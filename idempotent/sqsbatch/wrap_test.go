@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -653,4 +654,46 @@ func TestDuplicateAfterFailedCompletion(t *testing.T) {
 			assert.Equal(t, []string{"o1", "o3"}, rec.Calls(), "o1 ran once")
 		})
 	}
+}
+
+// A message that only replayed its key does not make a later in-batch
+// duplicate "done" when that one finds the key in progress: the handler did
+// not run in this batch, so the duplicate fails and is redelivered.
+func TestReplayDoesNotMarkKeyDone(t *testing.T) {
+	rec := newRecorder()
+	mem := idempotent.NewMemoryStore()
+	var claims int
+	store := &fakeStore{mem: mem, claim: func(ctx context.Context, r idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+		claims++
+		if m, _ := sqsbatch.MessageFromContext(ctx); m.MessageId == "m2" {
+			// Another invocation holds the key now (the record expired and was
+			// claimed again in between).
+			return refuseWith(func(*idempotent.Record) {})(ctx, r, now)
+		}
+		return mem.Claim(ctx, r, now)
+	}}
+	h := sqsbatch.Wrap(store, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+	_, err := h(context.Background(), batch(msg("m0", body("o1", 5)))) // completes o1
+	require.NoError(t, err)
+
+	resp, err := h(context.Background(), batch(msg("m1", body("o1", 5)), msg("m2", body("o1", 5))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"m2"}, failedIDs(resp), "m1 replayed; m2 found o1 in progress elsewhere")
+	assert.Equal(t, []string{"o1"}, rec.Calls())
+}
+
+// runtime.Goexit in a handler ends its lane's goroutine (with parallel
+// lanes, one of ours): the message and the rest of its lane are reported
+// failed, to be redelivered, never silently deleted; other lanes finish.
+func TestGoexitInHandlerLosesNoMessage(t *testing.T) {
+	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, o order) error {
+		if o.OrderID == "exit" {
+			runtime.Goexit()
+		}
+		return nil
+	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()), sqsbatch.WithParallelism(3))
+	ev := batch(fifoMsg("m1", "g1", body("exit", 1)), fifoMsg("m2", "g1", body("after", 1)), fifoMsg("m3", "g2", body("ok", 1)))
+	resp, err := h(context.Background(), ev)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"m1", "m2"}, failedIDs(resp))
 }
