@@ -29,7 +29,7 @@ type callsResult struct {
 }
 
 func (r callsResult) ok() bool {
-	if r.Problem != "" {
+	if r.Problem != "" || len(r.Calls) == 0 {
 		return false
 	}
 	for _, c := range r.Calls {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,32 @@ func coldStartFuncs() []lambdaFunc {
 		{Name: "payments", Pkg: "./functions/payments/cmd/bootstrap", event: paymentsEvent,
 			check: func(a []byte) error { return expectJSON(a, `"statusCode":201`) }},
 		{Name: "orders", Pkg: "./functions/orders/cmd/bootstrap", event: ordersEvent,
-			check: func(a []byte) error { return expectJSON(a, `"batchItemFailures"`) }},
+			check: expectOrdersFailures},
 	}
+}
+
+// expectOrdersFailures checks the orders function's answer to
+// events/orders-batch.json: exactly the poison and the invalid message fail,
+// so every other order was reserved.
+func expectOrdersFailures(answer []byte) error {
+	var resp struct {
+		Failures []struct {
+			ID string `json:"itemIdentifier"`
+		} `json:"batchItemFailures"`
+	}
+	if err := json.Unmarshal(answer, &resp); err != nil {
+		return fmt.Errorf("unexpected answer %.300s: %w", answer, err)
+	}
+	var ids []string
+	for _, f := range resp.Failures {
+		ids = append(ids, f.ID)
+	}
+	slices.Sort(ids)
+	want := []string{"3e7c9f4b-0d5a-4b1c-8e6f-8a9b0c1d2e34", "4f8d0a5c-1e6b-4c2d-9f7a-9b0c1d2e3f45"}
+	if !slices.Equal(ids, want) {
+		return fmt.Errorf("orders answered failures %q, want %q (the poison and the invalid message)", ids, want)
+	}
+	return nil
 }
 
 func expectJSON(answer []byte, want string) error {

@@ -147,14 +147,41 @@ func TestCorruptRecords(t *testing.T) {
 		{"plain data of another type", func(it item) { it["data"] = b([]byte(`p"a string, not a receipt"`)) }},
 		{"plain data with trailing bytes", func(it item) { it["data"] = b([]byte(`p{"chargeId":"c","run":1}{}`)) }},
 	}
-	// What some of the errors say, to show which check refused them.
+	// What each error says, to show which check refused it.
 	says := map[string]string{
-		"DEFLATE bomb":                "inflates past 64 MB",
-		"missing lease":               `attribute "lease" is missing`,
-		"record of version 2":         "record version 2",
-		"unknown status":              `unknown status "EXPIRED"`,
-		"Powertools completed record": `attribute "lease" is missing`,
+		"missing status":                    `attribute "status" is missing`,
+		"missing lease":                     `attribute "lease" is missing`,
+		"missing expiration":                `attribute "expiration" is missing`,
+		"completed without data":            "completed record has no data",
+		"empty data":                        "completed record has no data",
+		"status as a number":                `attribute "status" is N, want S`,
+		"status as a list":                  `attribute "status" is L, want S`,
+		"expiration as a string":            `attribute "expiration" is S, want N`,
+		"lease as binary":                   `attribute "lease" is B, want S`,
+		"data as a string":                  `attribute "data" is S, want B`,
+		"data as a boolean":                 `attribute "data" is BOOL, want B`,
+		"version as a string":               `attribute "version" is S, want N`,
+		"version out of range":              `attribute "version" holds "99999999999999999999"`,
+		"validation as a number":            `attribute "validation" is N, want S`,
+		"in-progress lease end as a string": `attribute "in_progress_expiration" is S, want N`,
+		"unknown status":                    `unknown status "EXPIRED"`,
+		"empty status":                      `unknown status ""`,
+		"lower-case status":                 `unknown status "completed"`,
+		"record of version 2":               "record version 2",
+		"record of version 0":               "record version 0",
+		"record without a version":          "record version 0",
+		"in progress, version 2":            "record version 2",
+		"Powertools completed record":       `attribute "lease" is missing`,
+		"Powertools in-progress record":     `attribute "lease" is missing`,
+		"unknown data encoding":             "unknown data encoding 'x'",
+		"DEFLATE data that is garbage":      "inflate: flate: corrupt input",
+		"DEFLATE data cut short":            "inflate: unexpected EOF",
+		"DEFLATE bomb":                      "inflates past 64 MB",
+		"plain data not JSON":               "decode response: invalid character 'n'",
+		"plain data of another type":        "decode response: json: cannot unmarshal string",
+		"plain data with trailing bytes":    "decode response: invalid character '{' after top-level value",
 	}
+	require.Len(t, says, len(tests), "every case says which check refused it")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -170,6 +197,7 @@ func TestCorruptRecords(t *testing.T) {
 			var err error
 			require.NotPanics(t, func() { out, err = wrapped(ctxTimeout(t, 10*time.Second), in) })
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
+			require.Contains(t, says, tt.name)
 			assert.Contains(t, err.Error(), says[tt.name])
 			assert.Equal(t, receipt{}, out, "nothing replayed")
 			assert.Equal(t, int32(1), h.runs.Load(), "the handler did not run again")

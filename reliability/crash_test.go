@@ -273,7 +273,9 @@ func assertOnePayment(t *testing.T, ledger []payments.LedgerItem, processorKey, 
 }
 
 // TestPauseLeaseLost: a process paused (SIGSTOP) after its side effect, past
-// its lease, is taken over by a second invocation, which completes. Resumed
+// its lease, is taken over by a second invocation, which completes. (No real
+// time passes: the second process's clock is put past the lease; the stop
+// shows that the owner can do nothing while it is taken over.) Resumed
 // (SIGCONT), the first finishes its handler (the crashee's handler waits for a
 // line on stdin, sent after SIGCONT, so that the order is certain), but its
 // completion is refused by the fence: it logs lease_lost, its own caller still
