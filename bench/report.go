@@ -318,7 +318,7 @@ func (r *report) writeCompare(p func(string, ...any)) {
 		"(as installed; pinned in bench/powertools/package.json and package-lock.json), `makeIdempotent` over "+
 		"`DynamoDBPersistenceLayer` (bench/powertools/bench.mjs), against idemkit's `Wrap` over `dynamostore` "+
 		"(`idembench drive`, bench/drive.go). Both: the same DynamoDB Local, a table of their own per run with the same "+
-		"layout (key `id`; `expiration`, `in_progress_expiration`, `status`, `data`, `validation`), expiry 3600 s, the "+
+		"layout (key `id`; `expiration`, `in_progress_expiration`, `status`, `data`, `validation`; idemkit adds its `lease` token and `version`, so its items are a little larger), expiry 3600 s, the "+
 		"same ~1 KB payment event (bench/testdata/payment-event.json) with the key in one field (`eventKeyJmesPath: "+
 		"'idempotencyKey'` / `WithKey`), the same trivial handler, a Lambda-like 30 s deadline per invocation, no payload "+
 		"validation, no local cache, %d invocations in flight in one process, keep-alive connections, %d unmeasured "+
