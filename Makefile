@@ -92,8 +92,12 @@ infra/node_modules/.package-lock.json: infra/package.json infra/package-lock.jso
 synth: build infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdk synth $(CDK_FLAGS) --quiet
 
+# RETAIN_TABLES=true keeps the tables across destroy for this deploy only; put "retainTables": true in
+# infra/cdk.json's context to keep it for every deploy (a deploy without it puts the tables back to Delete).
+RETAIN_TABLES ?=
 deploy: build infra/node_modules/.package-lock.json
-	cd infra && $(CDK_ENV) npx --no-install cdk deploy $(CDK_FLAGS) --outputs-file cdk-outputs.json
+	cd infra && $(CDK_ENV) npx --no-install cdk deploy $(CDK_FLAGS) $(if $(RETAIN_TABLES),-c retainTables=$(RETAIN_TABLES)) \
+		--outputs-file cdk-outputs.json
 
 destroy: infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdk destroy $(CDK_FLAGS) --force

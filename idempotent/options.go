@@ -68,6 +68,7 @@ type config struct {
 	logger        *slog.Logger
 	onOutcome     func(context.Context, Event)
 	now           func() time.Time
+	clockSet      bool // WithClock was given: now is not the real clock
 	sleep         func(context.Context, time.Duration) error
 	disabled      bool
 }
@@ -185,7 +186,9 @@ func WithReplayHook[Out any](hook func(ctx context.Context, out Out, r Replay) O
 // WithClock replaces time.Now, for tests of leases and expiry that never sleep.
 // The lease budget is still measured from ctx.Deadline() on the real clock,
 // as the Lambda deadline is; only "now" (claim time, lease end, expiry) moves.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now, c.clockSet = now, true }
+}
 
 // Replay describes a stored response being replayed.
 type Replay struct {

@@ -170,9 +170,14 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 	for {
 		// The handler's deadline is measured from here, no later than the
 		// instant the lease is computed from, so a slow claim shortens the
-		// handler's time instead of letting it outlive the lease.
-		claimStart := time.Now()
+		// handler's time instead of letting it outlive the lease. (One clock
+		// read when the clock is the real one: reads are not free on every
+		// host.)
 		now := w.cfg.now()
+		claimStart := now
+		if w.cfg.clockSet {
+			claimStart = time.Now()
+		}
 		budget, ok := w.leaseBudget(ctx)
 		if !ok {
 			err := ctx.Err()
@@ -301,8 +306,11 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, handlerDe
 	var zero Out
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
-	// claim so slow that no time is left gives the key back unrun.
-	if !time.Now().Before(handlerDeadline) {
+	// claim so slow that no time is left (the handler's context is born
+	// expired while the invocation's is not) gives the key back unrun.
+	hctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, handlerDeadline)
+	if hctx.Err() != nil && ctx.Err() == nil {
+		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
 			Err: fmt.Errorf("%w: the claim took the whole lease; the handler did not run", ErrStore)}
 		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
@@ -318,7 +326,6 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, handlerDe
 			_ = w.releaseRecord(ctx, rec)
 		}
 	}()
-	hctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, handlerDeadline)
 	out, p, err := w.call(hctx, in)
 	settled = true
 	panicked := p != nil

@@ -26,13 +26,17 @@ import (
 // a duplicate may take the record over; before that, a duplicate is told
 // "in progress" and, on SQS, reported as a batch item failure.
 //
-// Orders (SQS): timeout 30 s, so its lease is ≤ 32 s. The queue's visibility
-// timeout is 6 × 30 s = 180 s: AWS's advice (six times the function timeout,
-// room for the poller to retry a throttled batch), and 180 s > 32 s, so a
-// message reported as "in progress elsewhere" becomes visible again only
-// after the other owner's lease has ended — its retry either replays the
-// completed result or takes over a dead owner's record, it never meets the
-// same lease twice.
+// Orders (SQS): timeout 30 s, so its lease is ≤ 32 s. A message's visibility
+// clock starts when SQS hands it to the poller, not when the function finds
+// its key in progress: that can be up to 30 s later (the invocation's whole
+// time, messages of a lane running one after another), and the other owner's
+// lease may run 32 s beyond that point. So the visibility timeout must exceed
+// 30 s + 32 s = 62 s (plus any poller delay). It is 6 × 30 s = 180 s: AWS's
+// advice (six times the function timeout, room for the poller to retry a
+// throttled batch), leaving 118 s for such delays. A message reported as "in
+// progress elsewhere" thus becomes visible again only after the other
+// owner's lease has ended — its retry either replays the completed result or
+// takes over a dead owner's record; it never meets the same lease twice.
 //
 // Payments (HTTP): timeout 10 s, so its lease is ≤ 12 s. A payment request
 // is one claim, one ledger write and one completion — well under a second —
@@ -51,9 +55,10 @@ const (
 	ordersVisibilityTimeout = 6 * ordersTimeout
 )
 
-// The visibility timeout must outlast a lease (see above): this line stops
-// compiling (constant overflows uint) if someone breaks that.
-const _ uint = uint(ordersVisibilityTimeout - ordersLeaseMax - 1)
+// The visibility timeout must outlast the time to the claim plus a lease
+// (see above): this line stops compiling (constant overflows uint) if
+// someone breaks that.
+const _ uint = uint(ordersVisibilityTimeout - (ordersTimeout + ordersLeaseMax) - 1)
 
 const (
 	// Both functions get 256 MB: Lambda allocates CPU in proportion to
@@ -98,7 +103,9 @@ var (
 	idempotencyActions = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 	// The payments function appends one ledger item per payment.
 	paymentsActions = []string{"dynamodb:PutItem"}
-	// The orders function reserves stock with an unconditional UpdateItem (ADD reserved :quantity), non-idempotent on purpose.
+	// The orders function reserves stock with one UpdateItem (ADD reserved
+	// :quantity, ADD its token to reservations), conditioned on the token
+	// not being there yet; a condition needs no other action.
 	inventoryActions = []string{"dynamodb:UpdateItem"}
 	// Writing to its own log group: the group exists (CloudFormation creates
 	// it), so logs:CreateLogGroup is not granted.
@@ -174,7 +181,7 @@ func NewIdemkitStack(scope constructs.Construct, id string, props *IdemkitStackP
 	ordersFn := newFunction(stack, functionSpec{
 		id:          "Orders",
 		asset:       filepath.Join(props.AssetsDir, "orders"),
-		description: "idemkit sample: SQS orders consumer, idempotent per message",
+		description: "idemkit sample: SQS orders consumer, idempotent per orderId",
 		timeout:     ordersTimeout,
 		arch:        arch,
 		tables: []tableAccess{

@@ -13,7 +13,8 @@
 // batch waits for its original and is then answered from its record; a
 // redelivery later is answered from the record too. Either way the side
 // effect, an UpdateItem ADD reserved :quantity on the order's SKU in the
-// inventory table (deliberately not idempotent), runs once per order.
+// inventory table, runs once per order (and, conditioned on a token of the
+// order, applies once even when it runs again: see below).
 //
 // A body that is not JSON, does not decode into an Order or fails
 // [Order.Validate] is a poison message: it is logged with its message ID and
