@@ -74,7 +74,7 @@ func (r *report) targets() []target {
 				fmt.Sprintf("%.2f× (calls %.2f vs %.2f; client CPU per invocation %.2f× less)", thr, ci, cp, cpu), thr >= 2 && ci <= cp})
 		}
 	}
-	if r.inproc != nil {
+	if r.inproc != nil && r.inprocErr == "" {
 		for _, it := range inprocTargets {
 			f, ok := r.inproc.Medians[it.Bench]
 			got := "not run"

@@ -176,3 +176,21 @@ func TestHandlerGoexitReleasesTheRecord(t *testing.T) {
 	require.NoError(t, err, "not stuck in progress")
 	assert.Equal(t, int32(2), out.Run)
 }
+
+// A claim that outlasted the invocation itself: the handler does not run
+// either (its context would be born expired, its lease already over).
+func TestClaimPastTheInvocationsDeadlineDoesNotRun(t *testing.T) {
+	store := &slowClaimStore{spyStore: newSpyStore(), delay: 150 * time.Millisecond}
+	var runs atomic.Int32
+	h := idempotent.Wrap(store, func(context.Context, order) (receipt, error) {
+		runs.Add(1)
+		return receipt{}, nil
+	}, idempotent.WithKey(orderKey), idempotent.WithClockSkew(0), quiet)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := h(ctx, order{ID: "o1"})
+	require.ErrorIs(t, err, idempotent.ErrStore)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Zero(t, runs.Load())
+	assert.Equal(t, int32(1), store.releases.Load(), "the claim is given back")
+}

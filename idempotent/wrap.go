@@ -306,13 +306,13 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, handlerDe
 	var zero Out
 	// The handler must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
-	// claim so slow that no time is left (the handler's context is born
-	// expired while the invocation's is not) gives the key back unrun.
+	// handler context born done (a claim so slow that no time is left, or an
+	// invocation that ended meanwhile) gives the key back unrun.
 	hctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, handlerDeadline)
-	if hctx.Err() != nil && ctx.Err() == nil {
+	if herr := hctx.Err(); herr != nil {
 		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
-			Err: fmt.Errorf("%w: the claim took the whole lease; the handler did not run", ErrStore)}
+			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, herr)}
 		if rerr := w.releaseRecord(ctx, rec); rerr != nil {
 			ev.Err = errors.Join(ev.Err, rerr)
 		}

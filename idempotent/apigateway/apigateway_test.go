@@ -843,6 +843,7 @@ func TestAuthorizerCaller(t *testing.T) {
 			for name, ctx := range map[string]map[string]any{
 				"missing": {"principalId": "p"}, "empty": {"userId": ""}, "not a scalar": {"userId": map[string]any{"id": "x"}},
 				"a fraction": {"userId": 1.5}, "beyond 2^53": {"userId": 1e16},
+				"exactly 2^53": {"userId": 9007199254740992.0}, // also what 2^53+1 decodes to
 			} {
 				r := call(as(ctx))
 				requireProblem(t, r, http.StatusInternalServerError, apigateway.ProblemInternal)

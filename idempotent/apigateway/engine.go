@@ -177,7 +177,7 @@ func (e *engine) callerScope(ctx context.Context, req *request) error {
 		kind, v, ok := scalarString(req.lambdaAuth[field])
 		if !ok {
 			return fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller): "+
-				"want a non-empty string, an integer of at most 2^53 or a boolean", field)
+				"want a non-empty string, an integer of magnitude below 2^53 or a boolean", field)
 		}
 		req.scope = principal(callerLambdaCtx, field, kind, v)
 		return nil
@@ -191,27 +191,28 @@ func (e *engine) callerScope(ctx context.Context, req *request) error {
 	return nil
 }
 
-// maxExactInt is the largest integer a float64 (what a JSON number decodes
-// to) holds exactly: beyond it, two different ids could decode the same.
+// maxExactInt bounds the integers accepted as caller ids: a float64 (what a
+// JSON number decodes to) tells every integer of smaller magnitude apart,
+// but 2^53 and 2^53+1 decode the same.
 const maxExactInt = 1 << 53
 
 // scalarString renders an authorizer context value that names a caller,
 // with its kind ("s" string, "n" integer, "b" boolean) so that "1" and 1 are
 // different callers. ok is false for a missing or empty value, a number that
-// is not an integer of magnitude at most 2^53, and any other type.
+// is not an integer of magnitude below 2^53, and any other type.
 func scalarString(v any) (kind, s string, ok bool) {
 	switch v := v.(type) {
 	case string:
 		return "s", v, v != ""
 	case float64:
-		if v != math.Trunc(v) || math.Abs(v) > maxExactInt {
+		if v != math.Trunc(v) || math.Abs(v) >= maxExactInt {
 			return "", "", false
 		}
 		return "n", strconv.FormatInt(int64(v), 10), true
 	case int:
 		return scalarString(int64(v))
 	case int64:
-		if v > maxExactInt || v < -maxExactInt {
+		if v >= maxExactInt || v <= -maxExactInt {
 			return "", "", false
 		}
 		return "n", strconv.FormatInt(v, 10), true

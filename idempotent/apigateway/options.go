@@ -85,7 +85,7 @@ func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger
 // identifies the caller (a user or tenant id, say), for authorizers whose
 // principalId is missing or shared: an HTTP API authorizer with simple
 // responses passes only its context. Keys are then scoped to that field's
-// value (a non-empty string, an integer of magnitude at most 2^53, or a
+// value (a non-empty string, an integer of magnitude below 2^53, or a
 // boolean; "1" and 1 are different callers) instead of the principalId. A
 // request authorized by a Lambda authorizer whose context lacks the field
 // (or holds any other value) is answered 500 without running the handler and logged at error

@@ -267,6 +267,11 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 	}
 	_, err := b.invoke(context.WithValue(ctx, messageKey{}, it.msg), it)
 	switch {
+	case it.ran && !it.ranOK:
+		// The handler failed, whatever its error wraps (a nested idempotent
+		// call's ErrResponseNotStored, say): the core released the key, and
+		// the message must be redelivered.
+		return false
 	case err == nil || errors.Is(err, idempotent.ErrResponseNotStored):
 		// ErrResponseNotStored: the handler already ran for this key; an SQS
 		// message needs no response, so it is done.

@@ -137,9 +137,10 @@ func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err erro
 				err = fmt.Errorf("%w in handler: %v", errPanicked, r)
 			}
 		}
-		it.ranOK = err == nil
 	}()
-	return struct{}{}, b.handle(ctx, it.val)
+	err = b.handle(ctx, it.val)
+	it.ranOK = err == nil // set on a normal return only: not after a panic or runtime.Goexit
+	return struct{}{}, err
 }
 
 func (b *batcher[T]) log() *slog.Logger {

@@ -697,3 +697,20 @@ func TestGoexitInHandlerLosesNoMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1", "m2"}, failedIDs(resp))
 }
+
+// A handler error is a failure whatever it wraps, even ErrResponseNotStored
+// (from a nested idempotent call, say): the message is redelivered, not
+// deleted as if its key were done.
+func TestHandlerErrorWrappingResponseNotStoredFails(t *testing.T) {
+	runs := 0
+	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) error {
+		runs++
+		return fmt.Errorf("charge: %w", idempotent.ErrResponseNotStored)
+	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+	for range 2 {
+		resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"m1"}, failedIDs(resp))
+	}
+	assert.Equal(t, 2, runs, "released: the redelivery runs it again")
+}
