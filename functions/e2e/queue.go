@@ -74,6 +74,7 @@ func (q *LocalQueue) Send(ctx context.Context, bodies []string) error {
 	if maxReceives <= 0 {
 		maxReceives = 5
 	}
+	sent := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	pending := make([]events.SQSMessage, len(bodies))
 	q.mu.Lock()
 	for i, b := range bodies {
@@ -85,19 +86,20 @@ func (q *LocalQueue) Send(ctx context.Context, bodies []string) error {
 			EventSource:    "aws:sqs",
 			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:local-orders",
 			AWSRegion:      "us-east-1",
-			Attributes:     map[string]string{"ApproximateReceiveCount": "0", "SentTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		}
 	}
 	q.mu.Unlock()
+
+	receives := make(map[string]int, len(pending))
 
 	for len(pending) > 0 {
 		var retry []events.SQSMessage
 		for start := 0; start < len(pending); start += batchSize {
 			batch := pending[start:min(start+batchSize, len(pending))]
 			for i := range batch {
-				n, _ := strconv.Atoi(batch[i].Attributes["ApproximateReceiveCount"])
+				receives[batch[i].MessageId]++
 				batch[i].Attributes = map[string]string{
-					"ApproximateReceiveCount": strconv.Itoa(n + 1), "SentTimestamp": batch[i].Attributes["SentTimestamp"],
+					"ApproximateReceiveCount": strconv.Itoa(receives[batch[i].MessageId]), "SentTimestamp": sent,
 				}
 			}
 			failed, err := q.deliver(ctx, batch)
@@ -108,7 +110,7 @@ func (q *LocalQueue) Send(ctx context.Context, bodies []string) error {
 				if !failed[m.MessageId] {
 					continue
 				}
-				if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n >= maxReceives {
+				if receives[m.MessageId] >= maxReceives {
 					q.mu.Lock()
 					q.dead = append(q.dead, m)
 					q.mu.Unlock()

@@ -39,30 +39,28 @@ func Run(t *testing.T, target Target) {
 	if target.Duplicates <= 0 {
 		target.Duplicates = 16
 	}
-	scenarios := []struct {
-		name string
-		run  func(t *testing.T, s *scenario)
-	}{
-		{"payments/story", paymentsStory},
-		{"payments/invalid bodies", paymentsInvalid},
-		{"payments/concurrent duplicates", paymentsConcurrent},
-		{"orders/batch and redelivery", ordersBatchAndRedelivery},
-		{"orders/concurrent batches", ordersConcurrent},
+	if target.QueueWait <= 0 {
+		target.QueueWait = 90 * time.Second
+	}
+	type named struct {
+		name  string
+		run   func(t *testing.T, s *scenario)
+		extra time.Duration // beyond suiteTimeout
+	}
+	scenarios := []named{
+		{"payments/story", paymentsStory, 0},
+		{"payments/invalid bodies", paymentsInvalid, 0},
+		{"payments/concurrent duplicates", paymentsConcurrent, 0},
+		{"orders/batch and redelivery", ordersBatchAndRedelivery, 0},
+		{"orders/concurrent batches", ordersConcurrent, 0},
 	}
 	if target.Queue != nil {
-		scenarios = append(scenarios, struct {
-			name string
-			run  func(t *testing.T, s *scenario)
-		}{"orders/through the queue", ordersThroughQueue})
+		scenarios = append(scenarios, named{"orders/through the queue", ordersThroughQueue, target.QueueWait + target.QueueSettle})
 	}
 	for _, sc := range scenarios {
-		timeout := suiteTimeout
-		if sc.name == "orders/through the queue" {
-			timeout += target.QueueWait + target.QueueSettle
-		}
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), timeout)
+			ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout+sc.extra)
 			defer cancel()
 			sc.run(t, &scenario{Target: target, ctx: ctx, p: NewPersonalize()})
 		})
@@ -389,10 +387,7 @@ func ordersThroughQueue(t *testing.T, s *scenario) {
 // still does after the target's settle time.
 func (s *scenario) awaitReserved(t *testing.T, want map[string]int64) {
 	t.Helper()
-	wait := s.QueueWait
-	if wait <= 0 {
-		wait = 90 * time.Second
-	}
+	wait := s.QueueWait // Run sets the default
 	deadline := time.Now().Add(wait)
 	got := s.reserved(t)
 	for !maps.Equal(got, want) && time.Now().Before(deadline) {
