@@ -37,7 +37,7 @@ func (s *MemoryStore) Claim(ctx context.Context, rec Record, now time.Time) (Cla
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, exists := s.records[rec.ID]
-	if exists && old.Lease != rec.Lease && !claimable(&old, now) {
+	if exists && old.Lease != rec.Lease && !old.Replaceable(&rec, now) {
 		return ClaimResult{Existing: cloneRecord(&old)}, nil
 	}
 	if s.records == nil {
@@ -46,14 +46,6 @@ func (s *MemoryStore) Claim(ctx context.Context, rec Record, now time.Time) (Cla
 	s.records[rec.ID] = cloneValue(rec)
 	tookOver := exists && old.Lease != rec.Lease && old.Status == StatusInProgress
 	return ClaimResult{Claimed: true, TookOver: tookOver}, nil
-}
-
-// claimable mirrors the DynamoDB claim condition.
-func claimable(r *Record, now time.Time) bool {
-	// An INPROGRESS record without a lease end is never taken over, as in
-	// DynamoDB, where the missing attribute fails the comparison.
-	return r.expiredAt(now) ||
-		(r.Status == StatusInProgress && !r.LeaseExpiresAt.IsZero() && r.LeaseExpiresAt.UnixMilli() < now.UnixMilli())
 }
 
 // Complete implements Store.

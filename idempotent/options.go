@@ -32,8 +32,21 @@ const (
 // store. For local runs and tests only, never for production.
 const DisableEnv = "IDEMKIT_DISABLED"
 
+// MaxPrefixBytes is the longest prefix WithPrefix accepts: the record ID (the
+// prefix, '#' and 64 hex digits) then fits every store's key limit, including
+// DynamoDB's 1,024-byte sort key in the composite layout.
+const MaxPrefixBytes = 512
+
+// maxDuration bounds every duration option (about 100 years), so no sum of
+// them can overflow: a lease end or an expiry never lands before now.
+const maxDuration = 100 * 365 * 24 * time.Hour
+
 // An Option configures Wrap. Options that need the handler's input or output
 // type are generic functions; their type is checked once, when wrapping.
+//
+// Duration options saturate instead of failing: each raises values below its
+// documented floor, and lowers values above 100 years to 100 years, so that
+// even math.MaxInt64 cannot wrap a lease end or an expiry into the past.
 type Option func(*config)
 
 // Codec serializes responses for storage. It must round-trip: Unmarshal of
@@ -126,13 +139,15 @@ func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } 
 
 // WithPrefix sets the namespace of the keys, replacing the default (the Lambda
 // function name, or DefaultPrefix outside Lambda). Give every wrapped function
-// its own prefix, and keep it stable across renames and refactoring.
+// its own prefix, and keep it stable across renames and refactoring. Wrap
+// panics on a prefix that is empty, longer than MaxPrefixBytes or not valid
+// UTF-8: every store could not hold its records.
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithExpiry sets how long a completed record is replayed (default one hour).
 // Values below one second are raised to one second.
 func WithExpiry(d time.Duration) Option {
-	return func(c *config) { c.expiry = max(d, time.Second) }
+	return func(c *config) { c.expiry = clampDuration(d, time.Second) }
 }
 
 // WithMaxLease caps the in-progress lease (default DefaultMaxLease). The lease
@@ -140,22 +155,24 @@ func WithExpiry(d time.Duration) Option {
 // or there is no deadline; the handler's context ends before the lease does.
 // Values below one second are raised to one second.
 func WithMaxLease(d time.Duration) Option {
-	return func(c *config) { c.maxLease = max(d, time.Second) }
+	return func(c *config) { c.maxLease = clampDuration(d, time.Second) }
 }
 
 // WithClockSkew sets the margin added to the stored lease end so that another
 // invocation whose clock runs ahead by up to d never takes over a live owner
 // (default 2 s). Negative values are treated as zero.
 func WithClockSkew(d time.Duration) Option {
-	return func(c *config) { c.clockSkew = max(d, 0) }
+	return func(c *config) { c.clockSkew = clampDuration(d, 0) }
 }
 
 // WithWaitInProgress makes a duplicate that finds the key in progress wait up
-// to d (polling with backoff) for the first invocation to finish, then replay
-// its response or, if it failed, run itself. Without it, ErrInProgress is
-// returned at once.
+// to d for the first invocation to finish, then replay its response or, if it
+// failed, run itself. It polls with backoff (50 ms, doubling up to 1 s) and
+// once more when d has elapsed, then answers ErrInProgress; the context
+// ending stops the wait sooner. Each poll is one store call. Without it,
+// ErrInProgress is returned at once.
 func WithWaitInProgress(d time.Duration) Option {
-	return func(c *config) { c.waitMax = max(d, 0) }
+	return func(c *config) { c.waitMax = clampDuration(d, 0) }
 }
 
 // WithLocalCache keeps up to size completed records in process memory, so a
@@ -198,6 +215,11 @@ type Replay struct {
 	ExpiresAt time.Time
 	// FromCache reports a replay served by the local cache.
 	FromCache bool
+}
+
+// clampDuration raises d to floor and lowers it to maxDuration.
+func clampDuration(d, floor time.Duration) time.Duration {
+	return min(max(d, floor), maxDuration)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

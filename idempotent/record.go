@@ -41,6 +41,24 @@ type Record struct {
 	Version int
 }
 
+// Replaceable reports whether a claim of claim at now may replace the stored
+// record r. This is the liveness rule every Store applies atomically in
+// Claim: r may be replaced when it has expired (ExpiresAt.Unix() <
+// now.Unix()), or when it is INPROGRESS, its lease has lapsed
+// (LeaseExpiresAt.UnixMilli() < now.UnixMilli()) and the takeover is for the
+// same payload: r or claim carries no Fingerprint, or both carry the same. A
+// lapsed owner's record thus stays bound to the payload it was claimed with
+// until it expires; only a retry of that payload takes it over. An
+// INPROGRESS record without a lease end is never taken over.
+func (r *Record) Replaceable(claim *Record, now time.Time) bool {
+	if r.expiredAt(now) {
+		return true
+	}
+	return r.Status == StatusInProgress && !r.LeaseExpiresAt.IsZero() &&
+		r.LeaseExpiresAt.UnixMilli() < now.UnixMilli() &&
+		(r.Fingerprint == "" || claim.Fingerprint == "" || r.Fingerprint == claim.Fingerprint)
+}
+
 // expiredAt reports whether r no longer counts at now, with the same second
 // granularity the stores' conditions use.
 func (r *Record) expiredAt(now time.Time) bool {

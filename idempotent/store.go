@@ -11,14 +11,13 @@ import (
 // passes the current time in, so every store behaves identically and tests never
 // sleep. The package storetest holds a conformance suite every Store must pass.
 type Store interface {
-	// Claim creates rec (status INPROGRESS) unless a live record already holds
-	// rec.ID. A stored record is live unless it has expired
-	// (ExpiresAt.Unix() < now.Unix()) or it is INPROGRESS with a lapsed lease
-	// (LeaseExpiresAt.UnixMilli() < now.UnixMilli()). A live record carrying
-	// rec.Lease is the caller's own (a retried claim whose first response was
-	// lost) and counts as claimed.
+	// Claim creates rec (status INPROGRESS) unless a stored record holds
+	// rec.ID that rec may not replace by the rule of [Record.Replaceable]
+	// (checked in the same atomic operation as the write). A stored record
+	// carrying rec.Lease is the caller's own (a retried claim whose first
+	// response was lost) and counts as claimed.
 	//
-	// When the claim is refused, the result holds the live record and err is nil.
+	// When the claim is refused, the result holds the stored record and err is nil.
 	// A stored record that cannot be decoded yields an error wrapping
 	// ErrCorruptRecord.
 	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 )
@@ -65,9 +66,7 @@ func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out
 	for _, opt := range opts {
 		opt(&w.cfg)
 	}
-	if w.cfg.prefix == "" {
-		panic("idempotent: WithPrefix: empty prefix")
-	}
+	checkPrefix(w.cfg.prefix)
 	w.key = checkedOption[func(In) (string, error)](w.cfg.keyFn, "WithKey")
 	if w.key == nil {
 		w.key = func(in In) (string, error) { return wholeInputKey(in) }
@@ -82,6 +81,18 @@ func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out
 		w.logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
 	}
 	return w
+}
+
+// checkPrefix refuses, at start-up, a prefix some store could not hold.
+func checkPrefix(prefix string) {
+	switch {
+	case prefix == "":
+		panic("idempotent: WithPrefix: empty prefix")
+	case len(prefix) > MaxPrefixBytes:
+		panic(fmt.Sprintf("idempotent: WithPrefix: prefix of %d bytes (at most %d)", len(prefix), MaxPrefixBytes))
+	case !utf8.ValidString(prefix):
+		panic("idempotent: WithPrefix: prefix is not valid UTF-8")
+	}
 }
 
 // checkedOption asserts that a generic option was instantiated for this
@@ -209,14 +220,17 @@ func (w *wrapper[In, Out]) claimAndRun(ctx context.Context, in In, id, fp string
 		if ex.Status == StatusCompleted {
 			return w.replayRecord(ctx, start, ex, fp, false)
 		}
-		// In progress elsewhere.
-		if waited+poll > w.cfg.waitMax {
+		// In progress elsewhere: wait while the wait lasts, the last poll
+		// when it ends (a backoff step never overshoots it).
+		left := w.cfg.waitMax - waited
+		if left <= 0 {
 			return zero, w.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
 		}
-		if err := w.cfg.sleep(ctx, poll); err != nil {
+		step := min(poll, left)
+		if err := w.cfg.sleep(ctx, step); err != nil {
 			return zero, w.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
 		}
-		waited += poll
+		waited += step
 		poll = min(2*poll, maxPoll)
 	}
 }

@@ -279,7 +279,7 @@ func TestWaitInProgressGivesUp(t *testing.T) {
 	<-started
 	_, err := h(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrInProgress)
-	assert.EqualValues(t, 1+2, store.claims.Load(), "polls at 50 ms, then gives up before 150 ms")
+	assert.EqualValues(t, 1+3, store.claims.Load(), "claims, polls at 50 ms and at 100 ms (the end of the wait), then gives up")
 }
 
 func TestLeaseTakeoverAndFencing(t *testing.T) {

@@ -20,6 +20,7 @@ const (
 	roleData       = "\x00data"
 	roleExpiration = "\x00expiration"
 	roleLease      = "\x00lease"
+	roleValidation = "\x00validation"
 )
 
 // compiled is one built expression: its strings, its names map (shared by
@@ -58,25 +59,39 @@ func value(role string) expression.ValueBuilder { return expression.Value(role) 
 //
 //	attribute_not_exists(#id) OR #expiration < :now OR
 //	(#status = :inprogress AND #in_progress_expiration < :now_ms)
+//
+// and, for a claim that carries a payload fingerprint (bound), a takeover of
+// a lapsed owner also needs the same payload (idempotent.Record.Replaceable):
+//
+//	(#status = :inprogress AND #in_progress_expiration < :now_ms AND
+//	 (attribute_not_exists(#validation) OR #validation = :validation))
 type claimExpr struct {
-	condition              *string
-	names                  map[string]string
-	now, nowMs, inProgress string
+	condition                          *string
+	names                              map[string]string
+	now, nowMs, inProgress, validation string
 }
 
-func compileClaim(o *Options) claimExpr {
+func compileClaim(o *Options, bound bool) claimExpr {
+	takeover := name(o.StatusAttr).Equal(value(roleInProgress)).And(
+		name(o.InProgressExpirationAttr).LessThan(value(roleNowMs)))
+	roles := []string{roleNow, roleNowMs, roleInProgress}
+	if bound {
+		takeover = takeover.And(name(o.ValidationAttr).AttributeNotExists().Or(
+			name(o.ValidationAttr).Equal(value(roleValidation))))
+		roles = append(roles, roleValidation)
+	}
 	cond := name(o.KeyAttr).AttributeNotExists().Or(
 		name(o.ExpirationAttr).LessThan(value(roleNow)),
-		name(o.StatusAttr).Equal(value(roleInProgress)).And(
-			name(o.InProgressExpirationAttr).LessThan(value(roleNowMs))),
+		takeover,
 	)
-	c := compile(expression.NewBuilder().WithCondition(cond), roleNow, roleNowMs, roleInProgress)
+	c := compile(expression.NewBuilder().WithCondition(cond), roles...)
 	return claimExpr{
 		condition:  c.condition,
 		names:      c.names,
 		now:        c.values[roleNow],
 		nowMs:      c.values[roleNowMs],
 		inProgress: c.values[roleInProgress],
+		validation: c.values[roleValidation],
 	}
 }
 

@@ -149,7 +149,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			if !errors.Is(cerr, idempotent.ErrCorruptRecord) {
 				t.Fatalf("Claim over a corrupt item = %+v, %v; want ErrCorruptRecord", res, cerr)
 			}
-		case claimable(&rec, fuzzNow):
+		case rec.Replaceable(&claim, fuzzNow):
 			if cerr == nil || errors.Is(cerr, idempotent.ErrCorruptRecord) {
 				t.Fatalf("Claim refused with a record that is not live = %+v, %v; want an error", res, cerr)
 			}

@@ -41,7 +41,8 @@ type Store struct {
 	opts     Options
 	staticPK types.AttributeValue // the partition key value in the composite layout
 
-	claim          claimExpr
+	claim          claimExpr // for a claim without a payload fingerprint
+	claimBound     claimExpr // for one with: a takeover needs the same payload
 	complete       completeExpr
 	completeNoData completeExpr
 	release        releaseExpr
@@ -77,7 +78,8 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 		table:          &table,
 		opts:           opts,
 		staticPK:       attrS(opts.StaticPartitionKey),
-		claim:          compileClaim(&opts),
+		claim:          compileClaim(&opts, false),
+		claimBound:     compileClaim(&opts, true),
 		complete:       compileComplete(&opts, true),
 		completeNoData: compileComplete(&opts, false),
 		release:        compileRelease(&opts),
@@ -98,16 +100,21 @@ func (s *Store) Options() Options { return s.opts }
 // claim counts as made (TookOver is then false, as the first response that
 // knew otherwise was lost).
 func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+	e := &s.claim
+	values := make(map[string]types.AttributeValue, 4)
+	if rec.Fingerprint != "" {
+		e = &s.claimBound
+		values[e.validation] = attrS(rec.Fingerprint)
+	}
+	values[e.now] = attrN(now.Unix())
+	values[e.nowMs] = attrN(now.UnixMilli())
+	values[e.inProgress] = inProgressAttrValue
 	in := &dynamodb.PutItemInput{
-		TableName:                s.table,
-		Item:                     s.claimItem(&rec),
-		ConditionExpression:      s.claim.condition,
-		ExpressionAttributeNames: s.claim.names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			s.claim.now:        attrN(now.Unix()),
-			s.claim.nowMs:      attrN(now.UnixMilli()),
-			s.claim.inProgress: inProgressAttrValue,
-		},
+		TableName:                           s.table,
+		Item:                                s.claimItem(&rec),
+		ConditionExpression:                 e.condition,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
@@ -134,7 +141,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 			if existing, err = s.decode(item); err != nil {
 				return idempotent.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
 			}
-			if !claimable(&existing, now) {
+			if !existing.Replaceable(&rec, now) {
 				return idempotent.ClaimResult{Existing: &existing}, nil
 			}
 		}
@@ -161,12 +168,6 @@ func (s *Store) get(ctx context.Context, id string) (map[string]types.AttributeV
 }
 
 var consistentRead = true
-
-// claimable mirrors the claim condition, for a record read after the fact.
-func claimable(r *idempotent.Record, now time.Time) bool {
-	return r.ExpiresAt.Unix() < now.Unix() ||
-		(r.Status == idempotent.StatusInProgress && !r.LeaseExpiresAt.IsZero() && r.LeaseExpiresAt.UnixMilli() < now.UnixMilli())
-}
 
 // hasLease reports whether item carries the lease token.
 func (s *Store) hasLease(item map[string]types.AttributeValue, lease string) bool {

@@ -169,8 +169,10 @@ func TestClaimRequest(t *testing.T) {
 				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
 				"validation": "S(fp)", "version": "N(1)",
 			},
+			// A takeover of a lapsed owner needs the same payload.
 			wantCond: "(attribute_not_exists (id)) OR (expiration < N(1700000000)) OR " +
-				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+				"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+				"((attribute_not_exists (validation)) OR (validation = S(fp))))",
 		},
 		{
 			name: "no fingerprint, with data",
@@ -192,7 +194,8 @@ func TestClaimRequest(t *testing.T) {
 				"lease": "S(" + ourLease + ")", "validation": "S(fp)", "version": "N(1)",
 			},
 			wantCond: "(attribute_not_exists (pk)) OR (expiration < N(1700000000)) OR " +
-				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+				"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+				"((attribute_not_exists (validation)) OR (validation = S(fp))))",
 		},
 		{
 			name: "custom names, dots are not paths",
@@ -205,7 +208,8 @@ func TestClaimRequest(t *testing.T) {
 				"lease.end": "N(1700000001500)", "l": "S(" + ourLease + ")", "v": "S(fp)", "fmt": "N(1)",
 			},
 			wantCond: "(attribute_not_exists (k.ey)) OR (ttl < N(1700000000)) OR " +
-				"((s = S(INPROGRESS)) AND (lease.end < N(1700000000000)))",
+				"(((s = S(INPROGRESS)) AND (lease.end < N(1700000000000))) AND " +
+				"((attribute_not_exists (v)) OR (v = S(fp))))",
 		},
 	}
 	for _, tt := range tests {
@@ -229,8 +233,12 @@ func TestClaimRequest(t *testing.T) {
 			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
 			assert.Equal(t, tt.wantItem, showItem(got.Item))
 			assert.Equal(t, tt.wantCond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
-			assert.Len(t, got.ExpressionAttributeValues, 3, "every value is used")
-			assert.Len(t, got.ExpressionAttributeNames, 4, "every name is used")
+			values, names := 3, 4
+			if rec.Fingerprint != "" {
+				values, names = 4, 5 // :validation, #validation
+			}
+			assert.Len(t, got.ExpressionAttributeValues, values, "every value is used")
+			assert.Len(t, got.ExpressionAttributeNames, names, "every name is used")
 			assert.Equal(t, []string{"PutItem"}, fc.Calls())
 		})
 	}

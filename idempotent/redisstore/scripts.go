@@ -43,7 +43,12 @@ end
 // claimScript implements Store.Claim.
 //
 // ARGV: [1] lease, [2] now (epoch s), [3] now (epoch ms), [4] key expiry
-// (epoch ms), [5...] the new record's field/value pairs.
+// (epoch ms), [5] the new record's payload fingerprint ("" for none), [6...]
+// the new record's field/value pairs.
+//
+// The liveness rule is idempotent.Record.Replaceable: an expired record, or a
+// lapsed INPROGRESS one whose fingerprint is absent or equal to the claim's
+// (when the claim carries one).
 //
 // Replies: {'claimed', tookover 0|1}; {'own'} (a live record with the caller's
 // lease, nothing written); {'refused', HGETALL of the live record};
@@ -51,10 +56,11 @@ end
 var claimScript = redis.NewScript(luaHelpers + `
 local tookover = 0
 if kind == 'hash' then
-  local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease')
+  local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation')
   local exp, lease_end = int(f[2]), int(f[3])
+  local same_payload = ARGV[5] == '' or not f[5] or f[5] == '' or f[5] == ARGV[5]
   local claimable = (exp ~= nil and exp < tonumber(ARGV[2])) or
-    (f[1] == 'INPROGRESS' and lease_end ~= nil and lease_end < tonumber(ARGV[3]))
+    (f[1] == 'INPROGRESS' and lease_end ~= nil and lease_end < tonumber(ARGV[3]) and same_payload)
   if not claimable then
     if f[4] == ARGV[1] then
       return {'own'}
@@ -72,7 +78,7 @@ end
 if kind == 'hash' then
   redis.call('DEL', key)
 end
-redis.call('HSET', key, unpack(ARGV, 5))
+redis.call('HSET', key, unpack(ARGV, 6))
 redis.call('PEXPIREAT', key, ARGV[4])
 return {'claimed', tookover}
 `)

@@ -87,8 +87,8 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 		return idempotent.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
 	key := s.Key(rec.ID)
-	args := make([]any, 0, 4+2*7)
-	args = append(args, rec.Lease, itoa(now.Unix()), itoa(now.UnixMilli()), itoa(keyExpiryMs(rec.ExpiresAt)))
+	args := make([]any, 0, 5+2*7)
+	args = append(args, rec.Lease, itoa(now.Unix()), itoa(now.UnixMilli()), itoa(keyExpiryMs(rec.ExpiresAt)), rec.Fingerprint)
 	args = claimFields(args, &rec)
 	reply, err := claimScript.Run(ctx, s.client, []string{key}, args...).Slice()
 	if err != nil {

@@ -238,7 +238,7 @@ func TestScriptArguments(t *testing.T) {
 	_, err := store.Claim(context.Background(), rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
-	assert.Equal(t, []any{"l1", "1700000000", "1700000000123", "1700003601000",
+	assert.Equal(t, []any{"l1", "1700000000", "1700000000123", "1700003601000", "fp",
 		"status", "INPROGRESS", "expiration", "1700003600", "in_progress_expiration", "1700000090123",
 		"lease", "l1", "validation", "fp", "version", "1"}, gotArgs)
 

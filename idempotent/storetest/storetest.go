@@ -275,6 +275,49 @@ func cases() []testCase {
 			c.mustComplete(done)
 			c.sameRecord(c.mustRefuse(rival(a, later), later), done)
 		}},
+		{"TakeoverNeedsTheSamePayload", func(c *checker) {
+			// A lapsed owner's record stays bound to its payload: a claim
+			// for another payload is refused with the record, whatever
+			// its own lease; one for the same payload takes it over.
+			a := c.inProgress(time.Second)
+			c.mustClaim(a, c.now)
+			later := c.now.Add(2 * time.Second)
+			other := rival(a, later.Add(time.Minute))
+			other.Fingerprint = randomHex(32)
+			c.sameRecord(c.mustRefuse(other, later), a)
+			same := rival(a, later.Add(time.Minute))
+			if res := c.mustClaim(same, later); !res.TookOver {
+				c.errorf("takeover by the same payload: TookOver = false, want true")
+			}
+		}},
+		{"TakeoverWithoutFingerprints", func(c *checker) {
+			// Without a fingerprint on either side there is nothing to
+			// bind: a claim without one takes over a record with one, and
+			// any claim takes over a record without one.
+			cases := []struct{ stored, claim string }{
+				{randomHex(32), ""},
+				{"", randomHex(32)},
+				{"", ""},
+			}
+			for _, tc := range cases {
+				a := c.inProgress(time.Second)
+				a.Fingerprint = tc.stored
+				c.mustClaim(a, c.now)
+				later := c.now.Add(2 * time.Second)
+				b := rival(a, later.Add(time.Minute))
+				b.Fingerprint = tc.claim
+				if res := c.mustClaim(b, later); !res.TookOver {
+					c.errorf("takeover (stored fingerprint %q, claim %q): TookOver = false, want true", tc.stored, tc.claim)
+				}
+			}
+		}},
+		{"ExpiredRecordIsAbsentForAnyPayload", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			b := rival(a, c.now.Add(3*time.Hour))
+			b.Fingerprint = randomHex(32)
+			c.mustClaim(b, c.now.Add(2*time.Hour))
+		}},
 		{"LeaseBoundaryIsExclusive", func(c *checker) {
 			a := c.inProgress(1500 * time.Millisecond)
 			c.mustClaim(a, c.now)
