@@ -17,6 +17,7 @@ require (
 	github.com/redis/go-redis/v9 v9.17.3
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sync v0.19.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

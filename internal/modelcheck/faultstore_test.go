@@ -1,0 +1,204 @@
+package modelcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// fault is what faultStore does to one store call.
+type fault int
+
+const (
+	faultNone   fault = iota
+	faultBefore       // the call fails before anything is written
+	faultAfter        // the write lands, then its answer is lost
+)
+
+func (f fault) String() string {
+	return [...]string{"none", "error-before-write", "write-lands-answer-lost"}[f]
+}
+
+type opKind int
+
+const (
+	opClaim opKind = iota
+	opComplete
+	opRelease
+)
+
+func (o opKind) String() string { return [...]string{"Claim", "Complete", "Release"}[o] }
+
+var (
+	errInjected = errors.New("modelcheck: injected store fault")
+	errCrashed  = errors.New("modelcheck: write of a crashed owner dropped")
+)
+
+// observation is one store call as faultStore saw it: what was asked, what
+// the real store answered (when it was asked at all), and what the wrapper
+// was told. It is how the model learns whether a faulted write landed.
+type observation struct {
+	op      opKind
+	inv     int // the invocation that made the call
+	lease   string
+	rec     idempotent.Record // Claim and Complete
+	now     time.Time         // Claim
+	realAt  time.Time         // Claim: real time when the store was called
+	fault   fault
+	dropped bool // Complete/Release of a crashed owner: never sent
+	called  bool // the real store was called
+	res     idempotent.ClaimResult
+	err     error // the real store's error
+}
+
+func (o observation) String() string {
+	s := fmt.Sprintf("%s by #%d", o.op, o.inv)
+	switch {
+	case o.dropped:
+		return s + ": dropped (owner crashed)"
+	case !o.called:
+		return s + ": " + o.fault.String()
+	case o.op == opClaim && o.err == nil && o.res.Claimed:
+		s += fmt.Sprintf(": claimed (took over: %v)", o.res.TookOver)
+	case o.op == opClaim && o.err == nil && o.res.Existing != nil:
+		s += fmt.Sprintf(": refused by %s record", o.res.Existing.Status)
+	case o.err != nil:
+		s += ": " + o.err.Error()
+	default:
+		s += ": ok"
+	}
+	if o.fault == faultAfter {
+		s += ", answer lost"
+	}
+	return s
+}
+
+// invKey carries the invocation id in the invocation's context, which the
+// wrapper hands to every store call (completion and release keep its values).
+type invKey struct{}
+
+func invOf(ctx context.Context) int {
+	id, ok := ctx.Value(invKey{}).(int)
+	if !ok {
+		panic("modelcheck: store call without an invocation id in its context")
+	}
+	return id
+}
+
+// faultStore wraps a real Store: it injects the faults planned for each
+// invocation, drops every completion and release of a crashed owner's lease,
+// and logs every call for the model.
+type faultStore struct {
+	inner idempotent.Store
+
+	mu     sync.Mutex
+	faults map[int]map[opKind]fault // per invocation, each used once
+	dead   map[string]bool          // leases of crashed owners
+	obs    []observation
+}
+
+func newFaultStore(inner idempotent.Store) *faultStore {
+	return &faultStore{inner: inner, faults: map[int]map[opKind]fault{}, dead: map[string]bool{}}
+}
+
+// plan makes the next call of op by invocation inv fail with f.
+func (s *faultStore) plan(inv int, op opKind, f fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults[inv] == nil {
+		s.faults[inv] = map[opKind]fault{}
+	}
+	s.faults[inv][op] = f
+}
+
+// clear drops what is left of inv's plan once its step is over.
+func (s *faultStore) clear(inv int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.faults, inv)
+}
+
+func (s *faultStore) kill(lease string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead[lease] = true
+}
+
+// take returns the calls logged since the last take.
+func (s *faultStore) take() []observation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obs := s.obs
+	s.obs = nil
+	return obs
+}
+
+// begin consumes the fault planned for this call.
+func (s *faultStore) begin(o *observation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.fault = s.faults[o.inv][o.op]
+	delete(s.faults[o.inv], o.op)
+	o.dropped = o.op != opClaim && s.dead[o.lease]
+}
+
+func (s *faultStore) log(o observation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obs = append(s.obs, o)
+}
+
+func (s *faultStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+	o := observation{op: opClaim, inv: invOf(ctx), lease: rec.Lease, rec: rec, now: now, realAt: time.Now()}
+	s.begin(&o)
+	defer func() { s.log(o) }()
+	if o.fault == faultBefore {
+		return idempotent.ClaimResult{}, errInjected
+	}
+	o.called = true
+	o.res, o.err = s.inner.Claim(ctx, rec, now)
+	if o.fault == faultAfter {
+		return idempotent.ClaimResult{}, errInjected
+	}
+	return o.res, o.err
+}
+
+func (s *faultStore) Complete(ctx context.Context, rec idempotent.Record) error {
+	o := observation{op: opComplete, inv: invOf(ctx), lease: rec.Lease, rec: rec}
+	s.begin(&o)
+	defer func() { s.log(o) }()
+	switch {
+	case o.dropped:
+		return errCrashed
+	case o.fault == faultBefore:
+		return errInjected
+	}
+	o.called = true
+	o.err = s.inner.Complete(ctx, rec)
+	if o.fault == faultAfter {
+		return errInjected
+	}
+	return o.err
+}
+
+func (s *faultStore) Release(ctx context.Context, id, lease string) error {
+	o := observation{op: opRelease, inv: invOf(ctx), lease: lease}
+	s.begin(&o)
+	defer func() { s.log(o) }()
+	switch {
+	case o.dropped:
+		return errCrashed
+	case o.fault == faultBefore:
+		return errInjected
+	}
+	o.called = true
+	o.err = s.inner.Release(ctx, id, lease)
+	if o.fault == faultAfter {
+		return errInjected
+	}
+	return o.err
+}

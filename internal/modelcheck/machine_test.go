@@ -1,0 +1,612 @@
+package modelcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// input is the wrapped handler's input: the key and the payload that is
+// fingerprinted.
+type input struct{ Key, Payload string }
+
+var errHandler = errors.New("modelcheck: handler failed")
+
+// waitLimit bounds every wait for an invocation to reach a stable point; a
+// wrapper that hangs fails the check instead of the whole test binary.
+const waitLimit = time.Minute
+
+// horizon bounds the injected clock: 200 years past the start, below the
+// year 2262 where int64 nanoseconds end, so any model time saturated there
+// is "never" for the whole check.
+const horizon = 200 * 365 * 24 * time.Hour
+
+// Option values, the first of each list the one rapid shrinks towards.
+var (
+	maxLeases = []time.Duration{idempotent.DefaultMaxLease, time.Second, 0, 90 * time.Second, time.Hour,
+		math.MaxInt64, math.MaxInt64 - 999_999, 1 << 62}
+	skews    = []time.Duration{idempotent.DefaultClockSkew, 0, -time.Second, time.Millisecond, time.Minute, math.MaxInt64}
+	expiries = []time.Duration{idempotent.DefaultExpiry, 0, time.Second, time.Minute, 24 * time.Hour, math.MaxInt64}
+	// Deadlines lie well past a check's real duration: the handler's context
+	// runs on the real clock and must not end while a step waits on it.
+	deadlines = []struct {
+		name string
+		at   func(time.Time) time.Time
+	}{
+		{"none", nil},
+		{"+2m", func(t time.Time) time.Time { return t.Add(2 * time.Minute) }},
+		{"+1h", func(t time.Time) time.Time { return t.Add(time.Hour) }},
+		{"+100y", func(t time.Time) time.Time { return t.AddDate(100, 0, 0) }},
+		{"+1000y", func(t time.Time) time.Time { return t.AddDate(1000, 0, 0) }},
+	}
+	jumps = []struct {
+		name string
+		d    time.Duration
+	}{
+		{"1ms", time.Millisecond}, {"1s", time.Second}, {"1m", time.Minute}, {"1h", time.Hour},
+		{"1d", 24 * time.Hour}, {"1y", 365 * 24 * time.Hour}, {"50y", 50 * 365 * 24 * time.Hour},
+	}
+)
+
+// drawFault draws a store fault, none most of the time.
+func drawFault(t *rapid.T, label string) fault {
+	switch rapid.IntRange(0, 5).Draw(t, label) {
+	case 4:
+		return faultBefore
+	case 5:
+		return faultAfter
+	}
+	return faultNone
+}
+
+type expectKind int
+
+const (
+	expectNothing    expectKind = iota // no claim seen yet
+	expectRun                          // claimed: the handler runs and the caller gets its result
+	expectReplay                       // a completed record for this payload: its response
+	expectInProgress                   // a live lease for this payload
+	expectMismatch                     // a live record for another payload
+	expectStoreError                   // the claim failed (or its answer was lost)
+)
+
+type handlerCmd struct {
+	fail  bool
+	value string
+}
+
+// invocation is one call of a wrapped handler, run in its own goroutine.
+type invocation struct {
+	id, key, payload int
+	w                *wrapperUnderTest
+	deadline         time.Time // zero: the context has none
+	realBefore       time.Time
+
+	entered, done chan struct{}
+	cmd           chan handlerCmd
+	ran           bool // written by the handler before entered is closed
+	out           string
+	err           error         // out, err and took are written before done is closed
+	took          time.Duration // real time the call took
+
+	// Model state.
+	running bool   // its handler has entered and not returned
+	crashed bool   // its process died: its later writes are dropped
+	value   string // the response its handler returned
+	failed  bool   // its handler returned an error
+	lease   string
+	span    *span         // its claim's lease end
+	minRun  time.Duration // the least real time its claim gives its handler
+	expect  expectKind
+	replay  string // expectReplay: the response
+}
+
+type invPtrKey struct{}
+
+type wrapperUnderTest struct {
+	name string
+	opts options
+	fn   func(context.Context, input) (string, error)
+}
+
+// machine is the rapid state machine: the system under test (wrappers over
+// one faultStore, an injected clock) and the model.
+type machine struct {
+	store    *faultStore
+	clock    atomic.Int64 // the injected clock's now, ns
+	start    int64        // where it started, ns
+	end      int64        // its horizon, ns
+	keys     int
+	wrappers []*wrapperUnderTest
+	recs     []*record // per key; nil: no record
+	invs     []*invocation
+}
+
+func newMachine(t *rapid.T, inner idempotent.Store, prefix string) *machine {
+	m := &machine{store: newFaultStore(inner)}
+	m.keys = rapid.IntRange(2, 3).Draw(t, "keys")
+	m.recs = make([]*record, m.keys)
+	// The injected clock starts ahead of the real one and only moves
+	// forward, so Redis and DynamoDB Local, which expire keys by the real
+	// clock, never drop a record the model holds.
+	start := time.Now().Add(10 * time.Second).Truncate(time.Second).UnixNano()
+	m.clock.Store(start)
+	m.start, m.end = start, start+int64(horizon)
+	now := func() time.Time { return time.Unix(0, m.clock.Load()) }
+	for i := range rapid.IntRange(1, 2).Draw(t, "wrappers") {
+		o := options{
+			maxLease: rapid.SampledFrom(maxLeases).Draw(t, "maxLease"),
+			skew:     rapid.SampledFrom(skews).Draw(t, "clockSkew"),
+			expiry:   rapid.SampledFrom(expiries).Draw(t, "expiry"),
+		}
+		w := &wrapperUnderTest{name: fmt.Sprintf("w%d", i), opts: o}
+		w.fn = idempotent.Wrap(m.store, m.handler,
+			idempotent.WithPrefix(prefix),
+			idempotent.WithKey(func(in input) (string, error) { return in.Key, nil }),
+			idempotent.WithPayloadValidation(func(in input) (any, error) { return in.Payload, nil }),
+			idempotent.WithClock(now),
+			idempotent.WithMaxLease(o.maxLease),
+			idempotent.WithClockSkew(o.skew),
+			idempotent.WithExpiry(o.expiry),
+			idempotent.WithLogger(slog.New(slog.DiscardHandler)),
+		)
+		m.wrappers = append(m.wrappers, w)
+		t.Logf("%s: %v", w.name, o)
+	}
+	t.Cleanup(m.stop)
+	return m
+}
+
+// handler blocks until the step that finishes its invocation says how.
+func (m *machine) handler(ctx context.Context, _ input) (string, error) {
+	inv := ctx.Value(invPtrKey{}).(*invocation)
+	inv.ran = true
+	close(inv.entered)
+	c := <-inv.cmd
+	if c.fail {
+		return "", errHandler
+	}
+	return c.value, nil
+}
+
+// stop ends the handlers still blocked when a check ends (or fails).
+func (m *machine) stop() {
+	for _, inv := range m.invs {
+		select {
+		case <-inv.entered:
+			inv.cmd <- handlerCmd{fail: true}
+		case <-inv.done:
+		}
+		select {
+		case <-inv.done:
+		case <-time.After(waitLimit): // a hung wrapper already failed its step
+		}
+	}
+}
+
+func (m *machine) now() int64 { return m.clock.Load() }
+
+// Times are shown from the start of the injected clock, so that a failure's
+// message is the same in every run of its steps (rapid shrinks only while
+// the failure stays the same).
+func (m *machine) at(ns int64) string {
+	if ns > m.end {
+		return "never"
+	}
+	return "T+" + time.Duration(ns-m.start).String()
+}
+
+func (m *machine) nowString() string { return m.at(m.now()) }
+
+// spanString shows a lease end; one measured on the real clock is rounded to
+// the second, as its milliseconds differ from run to run.
+func (m *machine) spanString(s *span) string {
+	at := func(ms int64) string {
+		ns := satMul(ms, 1e6)
+		if s.approx && ns <= m.end {
+			return "about " + m.at(m.start+(ns-m.start+5e8)/1e9*1e9)
+		}
+		return m.at(ns)
+	}
+	if s.lo == s.hi {
+		return at(s.lo)
+	}
+	return fmt.Sprintf("[%s, %s]", at(s.lo), at(s.hi))
+}
+
+func (m *machine) describe(r *record) string {
+	if r == nil {
+		return "no record"
+	}
+	s := fmt.Sprintf("%s record of #%d for payload-%d, expiring ", r.status, r.owner, r.payload)
+	if r.expLo == r.expHi {
+		s += m.at(satMul(r.expLo, 1e9))
+	} else {
+		s += fmt.Sprintf("in [%s, %s]", m.at(satMul(r.expLo, 1e9)), m.at(satMul(r.expHi, 1e9)))
+	}
+	if r.status == idempotent.StatusInProgress {
+		return s + ", lease ending " + m.spanString(r.span)
+	}
+	return s + fmt.Sprintf(", response %q", r.resp)
+}
+
+// Check runs after every step: the injected clock stays well ahead of the
+// real one (a check that ran unusually long moves it), so that a record's
+// expiry, at least a second past the injected now, is never in the real
+// past when a step writes it.
+func (m *machine) Check(t *rapid.T) {
+	if real := time.Now(); m.now() < real.Add(5*time.Second).UnixNano() {
+		m.clock.Store(real.Add(10 * time.Second).Truncate(time.Millisecond).UnixNano())
+		t.Logf("clock moved to %s to stay ahead of the real clock", m.nowString())
+	}
+}
+
+// Start begins an invocation and waits until its handler has entered or
+// the call has returned.
+func (m *machine) Start(t *rapid.T) {
+	inv := &invocation{
+		id:      len(m.invs),
+		key:     rapid.IntRange(0, m.keys-1).Draw(t, "key"),
+		payload: rapid.IntRange(0, 1).Draw(t, "payload"),
+		w:       m.wrappers[rapid.IntRange(0, len(m.wrappers)-1).Draw(t, "wrapper")],
+		entered: make(chan struct{}),
+		done:    make(chan struct{}),
+		cmd:     make(chan handlerCmd, 1),
+	}
+	dl := deadlines[rapid.IntRange(0, len(deadlines)-1).Draw(t, "deadline")]
+	claimFault := drawFault(t, "claimFault")
+	m.store.plan(inv.id, opClaim, claimFault)
+	if claimFault != faultNone {
+		// The wrapper gives back a claim whose answer it did not get.
+		m.store.plan(inv.id, opRelease, drawFault(t, "forgetFault"))
+	}
+	m.invs = append(m.invs, inv)
+
+	ctx := context.WithValue(context.WithValue(context.Background(), invKey{}, inv.id), invPtrKey{}, inv)
+	cancel := context.CancelFunc(func() {})
+	inv.realBefore = time.Now()
+	if dl.at != nil {
+		inv.deadline = dl.at(inv.realBefore)
+		ctx, cancel = context.WithDeadline(ctx, inv.deadline)
+	}
+	in := input{Key: fmt.Sprintf("key-%d", inv.key), Payload: fmt.Sprintf("payload-%d", inv.payload)}
+	go func() {
+		defer close(inv.done)
+		defer cancel()
+		inv.out, inv.err = inv.w.fn(ctx, in)
+		inv.took = time.Since(inv.realBefore)
+	}()
+	select {
+	case <-inv.entered:
+	case <-inv.done:
+	case <-time.After(waitLimit):
+		t.Fatalf("#%d: neither entered its handler nor returned within %v", inv.id, waitLimit)
+	}
+	obs := m.store.take()
+	m.store.clear(inv.id)
+	t.Logf("#%d %s key-%d payload-%d, deadline %s, at %s: %v -> %s", inv.id, inv.w.name, inv.key, inv.payload, dl.name, m.nowString(), obs, result(inv))
+	if inv.ran {
+		m.checkEntry(t, inv)
+		inv.running = true
+	}
+	m.apply(t, obs)
+	if !inv.ran {
+		m.checkResult(t, inv)
+	}
+}
+
+// Finish lets a running handler return, with a response or an error, and
+// waits for its completion or release (late, if its lease was taken over).
+func (m *machine) Finish(t *rapid.T) {
+	inv := m.pickRunning(t)
+	inv.failed = rapid.IntRange(0, 3).Draw(t, "handlerFails") == 3
+	op := opComplete
+	if inv.failed {
+		op = opRelease
+	}
+	f := drawFault(t, "finishFault")
+	m.store.plan(inv.id, op, f)
+	inv.value = fmt.Sprintf("response-%d", inv.id)
+	inv.cmd <- handlerCmd{fail: inv.failed, value: inv.value}
+	m.wait(t, inv)
+	obs := m.store.take()
+	m.store.clear(inv.id)
+	how := "returns " + inv.value
+	if inv.failed {
+		how = "fails"
+	}
+	t.Logf("#%d %s at %s: %v -> %s", inv.id, how, m.nowString(), obs, result(inv))
+	m.apply(t, obs)
+	m.checkResult(t, inv)
+}
+
+// Crash kills a running owner: its process dies, so none of its writes
+// reach the store (the handler returns, but its completion is dropped).
+func (m *machine) Crash(t *rapid.T) {
+	inv := m.pickRunning(t)
+	inv.crashed = true
+	m.store.kill(inv.lease)
+	inv.value = fmt.Sprintf("response-%d", inv.id)
+	inv.cmd <- handlerCmd{value: inv.value}
+	m.wait(t, inv)
+	obs := m.store.take()
+	t.Logf("#%d crashes at %s: %v -> %s", inv.id, m.nowString(), obs, result(inv))
+	m.apply(t, obs)
+	m.checkResult(t, inv)
+}
+
+// Jump moves the injected clock forward: by a fixed step, or to either side
+// of a lease end or an expiry the model knows.
+func (m *machine) Jump(t *rapid.T) {
+	type target struct {
+		name string
+		at   int64
+	}
+	now := m.now()
+	var ts []target
+	add := func(name string, at int64) {
+		if at > now && at <= m.end {
+			ts = append(ts, target{name, at})
+		}
+	}
+	for _, j := range jumps {
+		add("+"+j.name, satAdd(now, int64(j.d)))
+	}
+	leaseEdges := func(who string, s *span) {
+		add("last ms of the lease of "+who, satMul(s.lo, 1e6))
+		add("first ms past the lease of "+who, satMul(s.hi+1, 1e6))
+	}
+	for k, r := range m.recs {
+		if r == nil {
+			continue
+		}
+		if r.status == idempotent.StatusInProgress {
+			leaseEdges(fmt.Sprintf("key-%d", k), r.span)
+		}
+		add(fmt.Sprintf("last s before key-%d expires", k), satMul(r.expLo, 1e9))
+		add(fmt.Sprintf("first s key-%d is expired", k), satMul(r.expHi+1, 1e9))
+	}
+	for _, inv := range m.invs {
+		if inv.running {
+			leaseEdges(fmt.Sprintf("#%d", inv.id), inv.span)
+		}
+	}
+	if len(ts) == 0 {
+		t.Skip("the clock is at its horizon")
+	}
+	to := ts[rapid.IntRange(0, len(ts)-1).Draw(t, "jump")]
+	m.clock.Store(to.at)
+	t.Logf("clock jumps to %s (%s)", m.nowString(), to.name)
+}
+
+// result describes where an invocation stands after a step, for the log.
+func result(inv *invocation) string {
+	select {
+	case <-inv.done:
+	default:
+		return "handler running"
+	}
+	if inv.err != nil {
+		return "caller gets error: " + inv.err.Error()
+	}
+	return fmt.Sprintf("caller gets %q", inv.out)
+}
+
+func (m *machine) pickRunning(t *rapid.T) *invocation {
+	var running []*invocation
+	for _, inv := range m.invs {
+		if inv.running {
+			running = append(running, inv)
+		}
+	}
+	if len(running) == 0 {
+		t.Skip("no handler is running")
+	}
+	return running[rapid.IntRange(0, len(running)-1).Draw(t, "run")]
+}
+
+func (m *machine) wait(t *rapid.T, inv *invocation) {
+	select {
+	case <-inv.done:
+		inv.running = false
+	case <-time.After(waitLimit):
+		t.Fatalf("#%d: did not return within %v of its handler", inv.id, waitLimit)
+	}
+}
+
+// checkEntry checks a handler that just started, against the model as it
+// was before its claim.
+func (m *machine) checkEntry(t *rapid.T, inv *invocation) {
+	now := m.now()
+	for _, o := range m.invs {
+		if o != inv && o.running && !o.crashed && o.key == inv.key && o.span.lapsed(now) == no {
+			t.Fatalf("invariant 1 violated: the handler of #%d started for key-%d at %s while #%d still runs with a live lease (ending %s): two owners at once",
+				inv.id, inv.key, m.nowString(), o.id, m.spanString(o.span))
+		}
+	}
+	r := m.recs[inv.key]
+	if r == nil || r.expired(now) != no {
+		return
+	}
+	switch {
+	case r.status == idempotent.StatusInProgress && r.span.lapsed(now) == no:
+		t.Fatalf("invariant 1 violated: #%d took over key-%d at %s before the lease of its %s ended",
+			inv.id, inv.key, m.nowString(), m.describe(r))
+	case r.payload != inv.payload:
+		t.Fatalf("invariant 2 violated: the handler of #%d ran with payload-%d at %s while key-%d is bound to payload-%d by its %s",
+			inv.id, inv.payload, m.nowString(), inv.key, r.payload, m.describe(r))
+	case r.status == idempotent.StatusCompleted:
+		t.Fatalf("invariant 3 violated: the handler of #%d ran again at %s for key-%d instead of replaying its live %s",
+			inv.id, m.nowString(), inv.key, m.describe(r))
+	}
+}
+
+// apply steps the model through the store calls of one step, checking the
+// store's real answers against the model's prediction.
+func (m *machine) apply(t *rapid.T, obs []observation) {
+	for _, o := range obs {
+		inv := m.invs[o.inv]
+		switch {
+		case !o.called:
+			// Never reached the store: nothing changed.
+			if o.op == opClaim {
+				inv.expect = expectStoreError
+			}
+		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, idempotent.ErrLeaseLost)):
+			t.Fatalf("%v: the store failed without an injected fault", o)
+		case o.op == opClaim:
+			m.applyClaim(t, inv, o)
+		case o.op == opComplete:
+			m.applyComplete(t, inv, o)
+		default:
+			m.applyRelease(t, inv, o)
+		}
+	}
+}
+
+func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
+	now := o.now.UnixNano()
+	if now != m.now() {
+		t.Fatalf("%v: claimed at %d, not at the injected clock's %d", o, now, m.now())
+	}
+	r := m.recs[inv.key]
+	want := yes
+	if r != nil {
+		want = r.claimable(inv.payload, now)
+	}
+	if o.res.Claimed {
+		if want == no {
+			which := "invariant 1 violated: a live lease was taken over"
+			switch {
+			case r.payload != inv.payload:
+				which = "invariant 2 violated: a record bound to another payload was taken over"
+			case r.status == idempotent.StatusCompleted:
+				which = "invariant 3 violated: a live completed record was claimed instead of replayed"
+			}
+			t.Fatalf("%s: %v replaced key-%d's %s at %s", which, o, inv.key, m.describe(r), m.nowString())
+		}
+		s, expLo, expHi := inv.w.opts.claimTimes(now, inv.deadline, inv.realBefore, o.realAt)
+		m.recs[inv.key] = &record{status: idempotent.StatusInProgress, payload: inv.payload, owner: inv.id,
+			lease: o.rec.Lease, span: &s, expLo: expLo, expHi: expHi}
+		inv.lease, inv.span = o.rec.Lease, &s
+		inv.minRun = inv.w.opts.handlerTime(inv.deadline, o.realAt)
+		inv.expect = expectRun
+		if o.fault == faultAfter {
+			inv.expect = expectStoreError
+		}
+		return
+	}
+	if want == yes {
+		t.Fatalf("invariant 5 violated: %v, though key-%d's %s should allow it at %s", o, inv.key, m.describe(r), m.nowString())
+	}
+	ex := o.res.Existing
+	if ex == nil || ex.Lease != r.lease || ex.Status != r.status {
+		t.Fatalf("%v: the store answered with a record other than the model's %s", o, m.describe(r))
+	}
+	r.refused(inv.payload, now)
+	switch {
+	case o.fault == faultAfter:
+		inv.expect = expectStoreError
+	case r.payload != inv.payload:
+		inv.expect = expectMismatch
+	case r.status == idempotent.StatusCompleted:
+		inv.expect, inv.replay = expectReplay, r.resp
+	default:
+		inv.expect = expectInProgress
+	}
+}
+
+func (m *machine) applyComplete(t *rapid.T, inv *invocation, o observation) {
+	r := m.recs[inv.key]
+	owns := r != nil && r.lease == o.lease
+	landed := o.err == nil
+	switch {
+	case landed && !owns:
+		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
+	case !landed && owns:
+		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
+	case landed:
+		r.status, r.resp, r.span = idempotent.StatusCompleted, inv.value, nil
+		r.expLo, r.expHi = inv.w.opts.completedExpiry(m.now())
+	}
+}
+
+func (m *machine) applyRelease(t *rapid.T, inv *invocation, o observation) {
+	r := m.recs[inv.key]
+	landed := o.err == nil
+	switch {
+	case r == nil && !landed:
+		t.Fatalf("%v: a release must succeed when key-%d has no record", o, inv.key)
+	case r == nil:
+	case r.lease != o.lease && landed:
+		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
+	case r.lease == o.lease && !landed:
+		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
+	case landed:
+		m.recs[inv.key] = nil
+	}
+}
+
+// sentinels are the documented errors a wrapped function returns.
+var sentinels = []error{idempotent.ErrMissingKey, idempotent.ErrInvalidKey, idempotent.ErrInvalidPayload,
+	idempotent.ErrInProgress, idempotent.ErrPayloadMismatch, idempotent.ErrResponseNotStored,
+	idempotent.ErrResponseEncoding, idempotent.ErrStore, idempotent.ErrCorruptRecord}
+
+// checkResult checks what the caller of a returned invocation got against
+// what the model expected when the store answered its claim.
+func (m *machine) checkResult(t *rapid.T, inv *invocation) {
+	inv.running = false
+	got := fmt.Sprintf("got (%q, %v)", inv.out, inv.err)
+	if inv.err != nil && !errors.Is(inv.err, errHandler) {
+		documented := false
+		for _, s := range sentinels {
+			documented = documented || errors.Is(inv.err, s)
+		}
+		if !documented {
+			t.Fatalf("invariant 5 violated: #%d %s: an error that is none of the documented sentinels", inv.id, got)
+		}
+	}
+	if inv.ran && inv.expect != expectRun {
+		t.Fatalf("#%d: its handler ran, but its claim did not succeed (expectation %d)", inv.id, inv.expect)
+	}
+	switch inv.expect {
+	case expectNothing:
+		t.Fatalf("#%d %s without a claim reaching the store", inv.id, got)
+	case expectRun:
+		switch {
+		case !inv.ran && errors.Is(inv.err, idempotent.ErrStore) && inv.took >= inv.minRun:
+			// A claim slower than the handler's whole (real) time: the
+			// wrapper gives the key back unrun, as documented for ErrStore.
+		case !inv.ran:
+			t.Fatalf("#%d %s: its claim succeeded but its handler never ran", inv.id, got)
+		case inv.failed && !errors.Is(inv.err, errHandler):
+			t.Fatalf("#%d %s, not its handler's error", inv.id, got)
+		case !inv.failed && (inv.err != nil || inv.out != inv.value):
+			t.Fatalf("invariant 5 violated: #%d %s, not its handler's response %q", inv.id, got, inv.value)
+		}
+	case expectReplay:
+		if inv.err != nil || inv.out != inv.replay {
+			t.Fatalf("invariant 3 violated: #%d %s, not the replay of %q, the response whose completion landed", inv.id, got, inv.replay)
+		}
+	case expectInProgress:
+		if !errors.Is(inv.err, idempotent.ErrInProgress) || inv.out != "" {
+			t.Fatalf("#%d %s, not ErrInProgress", inv.id, got)
+		}
+	case expectMismatch:
+		if !errors.Is(inv.err, idempotent.ErrPayloadMismatch) || inv.out != "" {
+			t.Fatalf("invariant 2 violated: #%d %s, not ErrPayloadMismatch", inv.id, got)
+		}
+	case expectStoreError:
+		if !errors.Is(inv.err, idempotent.ErrStore) || inv.out != "" {
+			t.Fatalf("invariant 5 violated: #%d %s after a store fault on its claim, not ErrStore", inv.id, got)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package modelcheck
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/internal/localddb"
+)
+
+// TestModel runs the state machine (machine_test.go) over each store, with
+// rapid's number of checks (-rapid.checks, default 100) per store. Each check
+// gets its own key prefix, so the servers' stores are shared between checks.
+func TestModel(t *testing.T) {
+	for _, s := range []struct {
+		name string
+		open func(t *testing.T) func() idempotent.Store
+	}{
+		{"memory", func(*testing.T) func() idempotent.Store {
+			return func() idempotent.Store { return idempotent.NewMemoryStore() }
+		}},
+		{"dynamodb", openDynamo},
+		{"redis", openRedis},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			store := s.open(t)
+			var checks atomic.Int64
+			start := time.Now()
+			rapid.Check(t, func(rt *rapid.T) {
+				m := newMachine(rt, store(), fmt.Sprintf("mc%d", checks.Add(1)))
+				rt.Repeat(rapid.StateMachineActions(m))
+			})
+			t.Logf("%d runs (checks and shrinking) on the %s store in %v", checks.Load(), s.name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// openDynamo returns a store on a fresh table of DynamoDB Local, or skips
+// (or, under scripts/with-dynamodb.sh, fails) without one.
+func openDynamo(t *testing.T) func() idempotent.Store {
+	client := localddb.TestClient(t)
+	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, localddb.CreateTable(ctx, client, table))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := localddb.DeleteTable(ctx, client, table.Name); err != nil {
+			t.Error(err)
+		}
+	})
+	store := dynamostore.New(client, table.Name)
+	return func() idempotent.Store { return store }
+}
+
+// openRedis returns a store on its own key prefix of the server at
+// REDIS_URL, or skips without one unless IDEMKIT_REQUIRE_REDIS=1 (set by
+// scripts/with-redis.sh) says it must be there.
+func openRedis(t *testing.T) func() idempotent.Store {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		if os.Getenv("IDEMKIT_REQUIRE_REDIS") == "1" {
+			t.Fatal("IDEMKIT_REQUIRE_REDIS=1 but REDIS_URL is not set (run under scripts/with-redis.sh)")
+		}
+		t.Skip("REDIS_URL is not set (run under scripts/with-redis.sh)")
+	}
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err, "REDIS_URL")
+	client := redis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, client.Ping(ctx).Err(), "Redis at REDIS_URL does not answer")
+
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	prefix := "idemkit-modelcheck:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if len(keys) > 0 {
+			if err := client.Del(ctx, keys...).Err(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
+	return func() idempotent.Store { return store }
+}
