@@ -32,8 +32,9 @@ var (
 	ErrResponseNotStored = errors.New("idempotent: the original response was not stored")
 
 	// ErrResponseEncoding: the handler succeeded but its response could not be
-	// serialized. The record is completed without a response, so a retry gets
-	// ErrResponseNotStored instead of running the side effect again.
+	// serialized, or would not be replayed equal (see WithCodec). The record
+	// is completed without a response, so a retry gets ErrResponseNotStored
+	// instead of running the side effect again.
 	ErrResponseEncoding = errors.New("idempotent: response cannot be serialized")
 
 	// ErrStore: the store failed (throttled, unavailable, timed out, or the

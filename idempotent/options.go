@@ -181,6 +181,39 @@ func WithWaitInProgress(d time.Duration) Option {
 func WithLocalCache(size int) Option { return func(c *config) { c.cacheSize = size } }
 
 // WithCodec replaces the response serialization (default JSONCodec).
+//
+// A replay must equal the first response. A custom codec is trusted to
+// round-trip (see Codec): nothing below is checked for it. With JSONCodec
+// (encoding/json), the parts of the response are those encoding/json reaches:
+// exported struct fields and embedded structs not tagged `json:"-"` (fields
+// that its name rules hide included), pointer, slice and array elements, map
+// keys and values. A part whose type implements json.Unmarshaler or
+// encoding.TextUnmarshaler (either receiver) decodes itself, so what it holds
+// is its author's business and is not looked at; one that only marshals
+// itself is, as encoding/json decodes it field by field.
+//
+// Wrap panics, naming the type, the path and the fix, when the response
+// type is an interface (any included), or when a part of it is a non-empty
+// interface (JSON cannot decode into it); a chan, func, complex or
+// unsafe.Pointer (JSON cannot encode it); a map key that is not a string, an
+// integer, or a type implementing encoding.TextMarshaler and
+// encoding.TextUnmarshaler; or an embedded pointer to an unexported struct
+// type with fields (JSON cannot allocate it when decoding).
+//
+// A first call whose response would not come back equal gets
+// ErrResponseEncoding, naming where (such as response.Items[3].Name); the
+// handler ran, so the record is completed without the response and a
+// duplicate gets ErrResponseNotStored. That is: an empty interface (any) in
+// the response that holds anything but nil, bool, float64, string, or []any
+// and map[string]any of those (an int comes back as float64, a struct as
+// map[string]any); or a string or map key that is not valid UTF-8 (JSON
+// replaces the invalid bytes with U+FFFD).
+//
+// Equal means equal as JSON keeps it: integers of any size in integer-typed
+// parts come back exact, but an empty slice or map under omitempty comes
+// back nil, json.RawMessage comes back compacted, and a time.Time comes back
+// without its monotonic clock reading and, outside UTC, with a fixed-offset
+// location (equal by Time.Equal).
 func WithCodec(codec Codec) Option { return func(c *config) { c.codec = codec } }
 
 // WithLogger sets the logger (default slog.Default()). Logs carry the hashed

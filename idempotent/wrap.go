@@ -53,6 +53,7 @@ type wrapper[In, Out any] struct {
 	payload func(In) (any, error)
 	replay  func(context.Context, Out, Replay) Out
 	cache   *expirable.LRU[string, Record]
+	rt      *replayCheck // nil for a custom codec; see WithCodec
 }
 
 func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out, error), opts []Option) *wrapper[In, Out] {
@@ -74,6 +75,7 @@ func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out
 	w.scope = checkedOption[func(context.Context, In) (string, error)](w.cfg.scopeFn, "WithScope")
 	w.payload = checkedOption[func(In) (any, error)](w.cfg.payloadFn, "WithPayloadValidation")
 	w.replay = checkedOption[func(context.Context, Out, Replay) Out](w.cfg.replayFn, "WithReplayHook")
+	w.rt = newReplayCheck[Out](w.cfg.codec)
 	if w.cfg.cacheSize > 0 {
 		w.cache = expirable.NewLRU[string, Record](w.cfg.cacheSize, nil, w.cfg.expiry)
 	}
@@ -365,6 +367,9 @@ func (w *wrapper[In, Out]) run(ctx context.Context, in In, rec Record, handlerDe
 	}
 
 	raw, encErr := w.marshal(out)
+	if encErr == nil {
+		encErr = w.replayable(out, raw) // a response a replay would not give back equal
+	}
 	done := rec
 	done.Status = StatusCompleted
 	done.LeaseExpiresAt = time.Time{}

@@ -549,9 +549,12 @@ func TestLargeResponses(t *testing.T) {
 	}
 }
 
-type unmarshalable struct {
-	C chan int `json:"c"`
-}
+// unmarshalable is a response encoding/json fails to encode. (A type it can
+// never encode, such as one with a chan field, is refused by Wrap instead:
+// see TestWrapRefusesTypesJSONCannotReplay.)
+type unmarshalable struct{}
+
+func (unmarshalable) MarshalJSON() ([]byte, error) { return nil, errors.New("test: cannot encode") }
 
 func TestUnserializableResponse(t *testing.T) {
 	t.Parallel()
@@ -559,7 +562,7 @@ func TestUnserializableResponse(t *testing.T) {
 	var runs atomic.Int32
 	h := idempotent.Wrap(store, func(context.Context, order) (unmarshalable, error) {
 		runs.Add(1)
-		return unmarshalable{C: make(chan int)}, nil
+		return unmarshalable{}, nil
 	}, idempotent.WithKey(orderKey))
 	_, err := h(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
