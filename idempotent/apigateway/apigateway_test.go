@@ -871,3 +871,28 @@ func TestAuthorizerCaller(t *testing.T) {
 		}, apigateway.WithAuthorizerCaller(""))
 	})
 }
+
+// TestReplayOfInvalidUTF8: a body or header that is not valid UTF-8 reaches
+// the first client through the Lambda runtime's JSON, one U+FFFD per invalid
+// byte; the duplicate gets exactly that, not an error.
+func TestReplayOfInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	for _, f := range flavors {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			runs := 0
+			call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+				runs++
+				return resp{status: http.StatusOK, headers: map[string]string{"X-Name": "caf\xe9"}, body: "caf\xe9 \xff\xfe ok"}, nil
+			}, quiet)
+			first := call(post("key-1", `{"amount":100}`))
+			second := call(post("key-1", `{"amount":100}`))
+			require.Equal(t, 1, runs)
+			assert.Equal(t, "caf\xe9 \xff\xfe ok", first.body, "the first client gets the handler's response")
+			assert.Equal(t, http.StatusOK, second.status)
+			assert.True(t, replayed(second))
+			assert.Equal(t, "caf\uFFFD \uFFFD\uFFFD ok", second.body, "as the runtime's JSON sent it the first time")
+			assert.Equal(t, "caf\uFFFD", second.headers["X-Name"])
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
 )
@@ -292,13 +293,13 @@ func (e *engine) storedForm(r *response) response {
 		n := strings.ToLower(name)
 		return !e.drop[n] && !listed[n] && !strings.HasPrefix(n, "proxy-")
 	}
-	s := response{StatusCode: r.StatusCode, Body: r.Body, IsBase64Encoded: r.IsBase64Encoded}
+	s := response{StatusCode: r.StatusCode, Body: asSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
 	for k, v := range r.Headers {
 		if keep(k) {
 			if s.Headers == nil {
 				s.Headers = make(map[string]string, len(r.Headers))
 			}
-			s.Headers[k] = v
+			s.Headers[asSent(k)] = asSent(v)
 		}
 	}
 	for k, v := range r.MultiValueHeaders {
@@ -306,13 +307,32 @@ func (e *engine) storedForm(r *response) response {
 			if s.MultiValueHeaders == nil {
 				s.MultiValueHeaders = make(map[string][]string, len(r.MultiValueHeaders))
 			}
-			s.MultiValueHeaders[k] = slices.Clone(v)
+			vs := make([]string, len(v))
+			for i := range v {
+				vs[i] = asSent(v[i])
+			}
+			s.MultiValueHeaders[asSent(k)] = vs
 		}
 	}
-	if e.opts.replayCookies {
-		s.Cookies = slices.Clone(r.Cookies)
+	if e.opts.replayCookies && r.Cookies != nil {
+		s.Cookies = make([]string, len(r.Cookies))
+		for i := range r.Cookies {
+			s.Cookies[i] = asSent(r.Cookies[i])
+		}
 	}
 	return s
+}
+
+// asSent is s as the client received it: the Lambda runtime sends the
+// response as JSON, which turns each byte that is not valid UTF-8 into
+// U+FFFD. The stored form holds the same, so a replay equals what the first
+// client got (and the core's codec, which refuses strings it cannot give
+// back, stores it).
+func asSent(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s)) // one U+FFFD per invalid byte, as encoding/json
 }
 
 // failure answers an invocation the core refused.
