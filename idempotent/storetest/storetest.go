@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -317,6 +318,32 @@ func cases() []testCase {
 			b := rival(a, c.now.Add(3*time.Hour))
 			b.Fingerprint = randomHex(32)
 			c.mustClaim(b, c.now.Add(2*time.Hour))
+		}},
+		{"FarFutureTimes", func(c *checker) {
+			// The wrapper's duration options saturate at 100 years, so a
+			// lease end 200 years out (a lease plus a clock skew) and an
+			// expiry as far must round-trip and hold.
+			const century = 100 * 365 * 24 * time.Hour
+			a := c.inProgress(2 * century)
+			a.ExpiresAt = c.now.Add(2 * century)
+			c.mustClaim(a, c.now)
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(century)), a)
+			done := completed(a, []byte("p-far"), c.now.Add(2*century))
+			c.mustComplete(done)
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(century)), done)
+		}},
+		{"LongestPrefix", func(c *checker) {
+			// A record id with a prefix of idempotent.MaxPrefixBytes fits
+			// every store's key.
+			a := c.inProgress(time.Minute)
+			a.ID = strings.Repeat("p", idempotent.MaxPrefixBytes) + "#" + randomHex(32)
+			c.mustClaim(a, c.now)
+			done := completed(a, []byte("p-long"), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), done)
+			if err := c.store.Release(c.ctx(), a.ID, a.Lease); err != nil {
+				c.errorf("Release: %v", err)
+			}
 		}},
 		{"LeaseBoundaryIsExclusive", func(c *checker) {
 			a := c.inProgress(1500 * time.Millisecond)
