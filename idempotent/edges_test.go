@@ -119,9 +119,11 @@ func TestDurationsSaturate(t *testing.T) {
 			assert.False(t, rec.ExpiresAt.Before(rec.LeaseExpiresAt), "the record expires before its lease")
 			assert.Positive(t, rec.LeaseExpiresAt.UnixMilli(), "the lease end survives the stores' millisecond arithmetic")
 
-			// A duplicate a second later finds the owner live.
+			// A duplicate from another process a second later finds the
+			// stored lease live.
+			other := idempotent.Wrap(store, b.handle, append(tt.opts, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now))...)
 			clk.Advance(time.Second)
-			_, err := h(context.Background(), order{ID: "o"})
+			_, err := other(context.Background(), order{ID: "o"})
 			require.ErrorIs(t, err, idempotent.ErrInProgress)
 			assert.EqualValues(t, 1, b.runs.Load(), "two handlers ran at once")
 		})
@@ -176,10 +178,13 @@ func TestWaitInProgressWaitsTheWholeTime(t *testing.T) {
 			store := newSpyStore()
 			b := newBlocker()
 			polls := &pollRecorder{}
+			// The first invocation runs in another process: the waiter
+			// polls the store (in one process it would wait in memory).
+			other := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey))
 			h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey),
 				idempotent.WithWaitInProgress(tt.wait), idempotent.WithSleep(polls.sleep))
 			first := make(chan receipt, 1)
-			go func() { r, _ := h(context.Background(), order{ID: "o"}); first <- r }()
+			go func() { r, _ := other(context.Background(), order{ID: "o"}); first <- r }()
 			<-b.started
 			var firstOut receipt
 			if tt.finishAt > 0 {
@@ -207,10 +212,11 @@ func TestWaitInProgressStopsWithTheContext(t *testing.T) {
 	b := newBlocker()
 	ctx, cancel := context.WithCancel(context.Background())
 	polls := &pollRecorder{at: 100 * time.Millisecond, act: cancel}
+	other := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey)) // another process
 	h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey),
 		idempotent.WithWaitInProgress(time.Hour), idempotent.WithSleep(polls.sleep))
 	done := make(chan struct{})
-	go func() { defer close(done); _, _ = h(context.Background(), order{ID: "o"}) }()
+	go func() { defer close(done); _, _ = other(context.Background(), order{ID: "o"}) }()
 	<-b.started
 	defer func() { close(b.release); <-done }()
 	_, err := h(ctx, order{ID: "o"})

@@ -84,6 +84,7 @@ type config struct {
 	clockSet      bool // WithClock was given: now is not the real clock
 	sleep         func(context.Context, time.Duration) error
 	disabled      bool
+	onFollow      func() // tests: a call starts to follow a flight (coalesce.go)
 }
 
 func defaultConfig() config {
@@ -248,6 +249,9 @@ type Replay struct {
 	ExpiresAt time.Time
 	// FromCache reports a replay served by the local cache.
 	FromCache bool
+	// Shared reports a replay of the response another call for the same key
+	// in this process had just run or replayed (see Event.Shared).
+	Shared bool
 }
 
 // clampDuration raises d to floor and lowers it to maxDuration.

@@ -73,6 +73,10 @@ type Event struct {
 	TookOver bool
 	// FromCache reports a replay served by the local cache (no store call).
 	FromCache bool
+	// Shared reports a replay of the response another call for the same key
+	// in this process had just run or replayed, while this one waited for it
+	// (WithWaitInProgress; no store call).
+	Shared bool
 	// HandlerRan reports whether the handler ran in this invocation.
 	HandlerRan bool
 	// Duration is the time the invocation spent in the wrapper and handler.

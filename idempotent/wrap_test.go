@@ -221,13 +221,21 @@ func TestInProgress(t *testing.T) {
 		return receipt{OrderID: o.ID, Run: 1}, nil
 	}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook))
 
+	// Another process (another wrapper over the same table).
+	other := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+		return receipt{}, errors.New("never runs")
+	}, idempotent.WithKey(orderKey))
+
 	done := make(chan error)
 	go func() { _, err := h(context.Background(), order{ID: "o"}); done <- err }()
 	<-started
 	before := store.calls()
-	_, err := h(context.Background(), order{ID: "o"})
+	_, err := other(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrInProgress)
 	assert.Equal(t, 1, store.calls()-before, "an in-progress duplicate costs one call")
+	_, err = h(context.Background(), order{ID: "o"})
+	require.ErrorIs(t, err, idempotent.ErrInProgress)
+	assert.Equal(t, 1, store.calls()-before, "in the owner's process it costs none (coalescing)")
 	close(release)
 	require.NoError(t, <-done)
 }
@@ -238,21 +246,24 @@ func TestWaitInProgressThenReplay(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	handler := func(_ context.Context, o order) (receipt, error) {
 		n := runs.Add(1)
 		if n == 1 {
 			close(started)
 			<-release
 		}
 		return receipt{OrderID: o.ID, Run: n}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(5*time.Second))
+	}
+	opts := []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(5 * time.Second)}
+	h := idempotent.Wrap(store, handler, opts...)
+	other := idempotent.Wrap(store, handler, opts...) // another process: it polls the store
 
 	first := make(chan receipt)
 	go func() { r, _ := h(context.Background(), order{ID: "o"}); first <- r }()
 	<-started
 	second := make(chan receipt)
 	go func() {
-		r, err := h(context.Background(), order{ID: "o"})
+		r, err := other(context.Background(), order{ID: "o"})
 		assert.NoError(t, err)
 		second <- r
 	}()
@@ -270,14 +281,16 @@ func TestWaitInProgressGivesUp(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	started := make(chan struct{})
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	handler := func(_ context.Context, o order) (receipt, error) {
 		close(started)
 		<-release
 		return receipt{}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(100*time.Millisecond))
+	}
+	h := idempotent.Wrap(store, handler, idempotent.WithKey(orderKey))
+	other := idempotent.Wrap(store, handler, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(100*time.Millisecond))
 	go func() { _, _ = h(context.Background(), order{ID: "o"}) }()
 	<-started
-	_, err := h(context.Background(), order{ID: "o"})
+	_, err := other(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrInProgress)
 	assert.EqualValues(t, 1+3, store.claims.Load(), "claims, polls at 50 ms and at 100 ms (the end of the wait), then gives up")
 }

@@ -100,11 +100,11 @@ func TestWrapCallCounts(t *testing.T) {
 		{
 			name: "duplicate while in progress",
 			run: func(t *testing.T) []string {
-				var h func(context.Context, request) (response, error)
 				var calls []string
-				h = wrap(func(ctx context.Context, r request) (response, error) {
+				other := wrap(ok, &event{}) // another process
+				h := wrap(func(ctx context.Context, r request) (response, error) {
 					counter.take()
-					_, err := h(context.WithoutCancel(ctx), r) // a duplicate arrives meanwhile
+					_, err := other(context.WithoutCancel(ctx), r) // a duplicate arrives meanwhile
 					calls = counter.take()
 					require.ErrorIs(t, err, idempotent.ErrInProgress)
 					return response{}, nil
@@ -114,6 +114,24 @@ func TestWrapCallCounts(t *testing.T) {
 				return calls
 			},
 			want: []string{"PutItem"},
+		},
+		{
+			name: "duplicate while in progress, same process",
+			run: func(t *testing.T) []string {
+				var h func(context.Context, request) (response, error)
+				var calls []string
+				h = wrap(func(ctx context.Context, r request) (response, error) {
+					counter.take()
+					_, err := h(context.WithoutCancel(ctx), r) // answered by the flight in the air
+					calls = counter.take()
+					require.ErrorIs(t, err, idempotent.ErrInProgress)
+					return response{}, nil
+				}, &event{})
+				_, err := h(t.Context(), newKey())
+				require.NoError(t, err)
+				return calls
+			},
+			want: []string{},
 		},
 		{
 			name: "handler error",

@@ -1,0 +1,180 @@
+package idempotent_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// gate holds the first run of a handler until every duplicate waits on it.
+type gate struct {
+	started, release chan struct{}
+	following        atomic.Int32
+}
+
+func newGate() *gate { return &gate{started: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) follow() { g.following.Add(1) }
+
+// duplicates runs n calls of h for the same key at once, the first alone
+// until it runs, and returns each call's response and error in call order.
+// With wait, the duplicates wait on the first (WithWaitInProgress);
+// without, each is answered while the first runs.
+func duplicates(t *testing.T, g *gate, n int, wait bool, h func(context.Context, order) (receipt, error), in func(i int) order) ([]receipt, []error) {
+	t.Helper()
+	outs, errs := make([]receipt, n), make([]error, n)
+	var wg sync.WaitGroup
+	var answered atomic.Int32
+	call := func(i int) {
+		defer wg.Done()
+		outs[i], errs[i] = h(context.Background(), in(i))
+		answered.Add(1)
+	}
+	wg.Add(n)
+	go call(0)
+	<-g.started
+	for i := 1; i < n; i++ {
+		go call(i)
+	}
+	if wait {
+		require.Eventually(t, func() bool { return g.following.Load() == int32(n-1) }, 5*time.Second, time.Millisecond,
+			"every duplicate waits on the first")
+	} else {
+		require.Eventually(t, func() bool { return answered.Load() == int32(n-1) }, 5*time.Second, time.Millisecond,
+			"every duplicate is answered while the first runs")
+	}
+	close(g.release)
+	wg.Wait()
+	return outs, errs
+}
+
+func TestCoalescing(t *testing.T) {
+	t.Parallel()
+	const n = 16
+	same := func(int) order { return order{ID: "o", Amount: 100} }
+	tests := []struct {
+		name        string
+		wait        bool
+		wantShared  int
+		wantInProgr int
+	}{
+		{name: "waiting duplicates share the response", wait: true, wantShared: n - 1},
+		{name: "without waiting, ErrInProgress with no store call", wantInProgr: n - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			store := newSpyStore()
+			g := newGate()
+			var runs atomic.Int32
+			var got outcomes
+			opts := []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount),
+				idempotent.WithOutcomeHook(got.hook), idempotent.WithFollowHook(g.follow)}
+			if tt.wait {
+				opts = append(opts, idempotent.WithWaitInProgress(time.Minute))
+			}
+			h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+				if runs.Add(1) == 1 {
+					close(g.started)
+					<-g.release
+				}
+				return receipt{OrderID: o.ID, Run: 7}, nil
+			}, opts...)
+
+			outs, errs := duplicates(t, g, n, tt.wait, h, same)
+			assert.EqualValues(t, 1, runs.Load(), "one run for all")
+			assert.Equal(t, 2, store.calls(), "claim and completion, for all %d calls", n)
+			require.NoError(t, errs[0])
+			shared, inProgress := 0, 0
+			for i := 1; i < n; i++ {
+				switch {
+				case errs[i] == nil:
+					assert.Equal(t, outs[0], outs[i], "a shared response equals the first")
+					shared++
+				case errors.Is(errs[i], idempotent.ErrInProgress):
+					inProgress++
+				default:
+					t.Errorf("call %d: %v", i, errs[i])
+				}
+			}
+			assert.Equal(t, tt.wantShared, shared)
+			assert.Equal(t, tt.wantInProgr, inProgress)
+			sharedEvents := 0
+			for _, ev := range got.events {
+				if ev.Shared {
+					assert.Equal(t, idempotent.OutcomeReplayed, ev.Outcome)
+					sharedEvents++
+				}
+			}
+			assert.Equal(t, tt.wantShared, sharedEvents, "each shared replay is reported as one")
+		})
+	}
+}
+
+func TestCoalescingNeverSharesAnError(t *testing.T) {
+	t.Parallel()
+	const n = 5
+	store := newSpyStore()
+	g := newGate()
+	var runs atomic.Int32
+	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+		switch runs.Add(1) {
+		case 1:
+			close(g.started)
+			<-g.release
+			return receipt{}, errors.New("card declined")
+		default:
+			return receipt{OrderID: o.ID, Run: 2}, nil
+		}
+	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow))
+
+	outs, errs := duplicates(t, g, n, true, h, func(int) order { return order{ID: "o"} })
+	require.EqualError(t, errs[0], "card declined", "the leader gets its own error")
+	assert.EqualValues(t, 2, runs.Load(), "after the failure one duplicate runs, the others share its response")
+	for i := 1; i < n; i++ {
+		require.NoError(t, errs[i], "call %d", i)
+		assert.EqualValues(t, 2, outs[i].Run)
+	}
+	// claim+release, then claim+complete: the waiters never polled the store.
+	assert.Equal(t, 4, store.calls())
+}
+
+func TestCoalescingRespectsPayloadAndScope(t *testing.T) {
+	t.Parallel()
+	store := newSpyStore()
+	g := newGate()
+	var runs atomic.Int32
+	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+		if runs.Add(1) == 1 {
+			close(g.started)
+			<-g.release
+		}
+		return receipt{OrderID: o.ID}, nil
+	}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount), idempotent.WithWaitInProgress(time.Minute),
+		idempotent.WithScope(func(_ context.Context, o order) (string, error) {
+			if o.Amount == 3 {
+				return "tenant-b", nil
+			}
+			return "tenant-a", nil
+		}))
+	done := make(chan error, 1)
+	go func() { _, err := h(context.Background(), order{ID: "o", Amount: 1}); done <- err }()
+	<-g.started
+	before := store.calls()
+	_, err := h(context.Background(), order{ID: "o", Amount: 2})
+	require.ErrorIs(t, err, idempotent.ErrPayloadMismatch, "another payload never shares the flight")
+	assert.Equal(t, before, store.calls(), "and costs no store call")
+	_, err = h(context.Background(), order{ID: "o", Amount: 3})
+	require.NoError(t, err, "another scope is another record: it runs")
+	assert.EqualValues(t, 2, runs.Load())
+	close(g.release)
+	require.NoError(t, <-done)
+}

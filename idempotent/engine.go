@@ -1,0 +1,588 @@
+package idempotent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+const (
+	// finishTimeout bounds a completion or release, which get their own
+	// context so a spent invocation cannot leave its record INPROGRESS.
+	finishTimeout = 10 * time.Second
+	// minFinish is the least time a completion or release is given, even
+	// past the deadline: trying costs nothing, and often succeeds.
+	minFinish = 250 * time.Millisecond
+	// forgetTimeout bounds the best-effort release after a failed claim, so
+	// a store outage does not hold the caller's error back for long.
+	forgetTimeout = time.Second
+	// firstPoll and maxPoll shape the backoff of WithWaitInProgress.
+	firstPoll = 50 * time.Millisecond
+	maxPoll   = time.Second
+)
+
+// Engine is the byte-level idempotency engine every front door calls: Wrap,
+// the apigateway and sqsbatch adapters, and your own. It derives the record
+// id, claims it, runs the work under a lease, stores or releases, replays,
+// waits, caches, coalesces concurrent calls for one record in this process,
+// and reports each call's outcome. It knows nothing of types: the work
+// returns its response encoded, and a replay returns the stored bytes.
+//
+// An Engine is safe for concurrent use; create one per front door, at
+// start-up, and share it.
+type Engine struct {
+	cfg   config
+	store Store
+	cache *lru.Cache[string, Record] // nil without WithLocalCache
+
+	mu      sync.Mutex
+	flights map[string]*flight // record id -> the call of this process that holds it
+}
+
+// Call is what a front door knows about one call.
+type Call struct {
+	// Key is the idempotency key, as the client sent it (at most MaxKeyBytes
+	// of UTF-8). An empty key is ErrMissingKey, or runs without idempotency
+	// under WithOptionalKey.
+	Key string
+	// Scope, when set, confines the key to a caller or tenant (WithScope).
+	Scope string
+	// Payload, when not nil, is what a duplicate must repeat; it is hashed by
+	// the rule of WithPayloadValidation.
+	Payload any
+	// Accept, when set, vets a stored response before it is replayed (by
+	// decoding it, say): an error wrapped with ErrCorruptRecord is the
+	// call's answer, and the response is never replayed.
+	Accept func(response []byte) error
+}
+
+// job is one call on its way through the engine.
+type job struct {
+	id, fp string
+	start  time.Time
+	work   func(context.Context) ([]byte, error)
+	accept func([]byte) error
+	f      *flight // the flight this call leads
+}
+
+// Result is the answer of Engine.Do.
+type Result struct {
+	// Response is the encoded response: the one the work returned, or the
+	// stored one replayed.
+	Response []byte
+	// Ran reports that this call ran the work; Response is then the work's.
+	Ran bool
+	// Replay describes the stored response when Ran is false.
+	Replay Replay
+}
+
+// NewEngine returns an Engine over store, configured by opts. Options that
+// need a handler's types (WithKey, WithScope, WithPayloadValidation,
+// WithReplayHook) belong to typed front doors such as Wrap; NewEngine panics
+// on them, on a nil store and on an invalid prefix: programmer errors, found
+// at start-up.
+func NewEngine(store Store, opts ...Option) *Engine {
+	e := newEngine(store, opts)
+	for name, fn := range map[string]any{"WithKey": e.cfg.keyFn, "WithScope": e.cfg.scopeFn,
+		"WithPayloadValidation": e.cfg.payloadFn, "WithReplayHook": e.cfg.replayFn} {
+		if fn != nil {
+			panic("idempotent: NewEngine: " + name + " needs a typed front door such as Wrap; pass the key, scope and payload in each Call")
+		}
+	}
+	return e
+}
+
+func newEngine(store Store, opts []Option) *Engine {
+	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
+		panic("idempotent: Wrap: nil store")
+	}
+	e := &Engine{cfg: defaultConfig(), store: store}
+	for _, opt := range opts {
+		opt(&e.cfg)
+	}
+	checkPrefix(e.cfg.prefix)
+	if e.cfg.cacheSize > 0 {
+		e.cache, _ = lru.New[string, Record](e.cfg.cacheSize) // size > 0: no error
+	}
+	if e.cfg.disabled {
+		e.logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
+	}
+	return e
+}
+
+// checkPrefix refuses, at start-up, a prefix some store could not hold.
+func checkPrefix(prefix string) {
+	switch {
+	case prefix == "":
+		panic("idempotent: WithPrefix: empty prefix")
+	case len(prefix) > MaxPrefixBytes:
+		panic(fmt.Sprintf("idempotent: WithPrefix: prefix of %d bytes (at most %d)", len(prefix), MaxPrefixBytes))
+	case !utf8.ValidString(prefix):
+		panic("idempotent: WithPrefix: prefix is not valid UTF-8")
+	}
+}
+
+// RecordID returns the id of the record that holds key within scope under
+// prefix: prefix, '#', and the SHA-256 (hex) of the three parts, each length
+// prefixed so that ("a","bc") and ("ab","c") never collide. Every front door
+// derives its records' ids this way, so logs and tools can name a record from
+// a raw key. There is no inverse: the hash hides the key and scope.
+func RecordID(prefix, scope, key string) string { return recordID(prefix, scope, key) }
+
+func (e *Engine) logger() *slog.Logger {
+	if e.cfg.logger != nil {
+		return e.cfg.logger
+	}
+	return slog.Default()
+}
+
+// Do runs work at most once for call's key while its record lives, and
+// answers every call for that key with work's response: the first call runs
+// it, duplicates get the stored response (Result.Ran false) or a documented
+// error (see the package's error table).
+//
+// work gets a context that ends before the lease does, and carries the
+// Invocation (FromContext, DownstreamKey). Its error releases the record, so
+// a retry runs again, and is returned by Do unchanged with Result.Ran set;
+// an error wrapping ErrResponseEncoding instead completes the record without
+// a response (the work ran: a duplicate gets ErrResponseNotStored). A panic
+// in work releases the record and is re-raised.
+func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
+	start := e.cfg.now()
+	if e.cfg.disabled {
+		return e.bypass(ctx, start, work)
+	}
+	if call.Key == "" {
+		if e.cfg.optionalKey {
+			return e.bypass(ctx, start, work)
+		}
+		return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
+	}
+	if err := checkKey(call.Key); err != nil {
+		return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: err})
+	}
+	id := recordID(e.cfg.prefix, call.Scope, call.Key)
+	var fp string
+	if call.Payload != nil {
+		var err error
+		if fp, err = fingerprint(call.Payload); err != nil {
+			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInvalidPayload, err)})
+		}
+	}
+	j := &job{id: id, fp: fp, start: start, work: work, accept: call.Accept}
+	if e.cache != nil {
+		if rec, ok := e.cache.Get(id); ok && !rec.expiredAt(start) {
+			return e.replayRecord(ctx, j, &rec, true)
+		}
+	}
+	return e.coalesce(ctx, j)
+}
+
+// Reject reports a call a front door refused before Do, such as one whose
+// key it could not parse or whose body is not valid JSON: the outcome hook
+// and the log see OutcomeRejected, with the record id when call names a
+// valid key. It returns err.
+func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
+	ev := Event{Outcome: OutcomeRejected, Err: err}
+	if call.Key != "" && checkKey(call.Key) == nil {
+		ev.RecordID = recordID(e.cfg.prefix, call.Scope, call.Key)
+	}
+	return e.finish(ctx, e.cfg.now(), ev)
+}
+
+func (e *Engine) bypass(ctx context.Context, start time.Time, work func(context.Context) ([]byte, error)) (Result, error) {
+	data, err := work(ctx)
+	e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
+	return Result{Response: data, Ran: true}, err
+}
+
+// claimAndRun claims id and runs the work, or answers from the record that
+// refused the claim. With WithWaitInProgress it polls an in-progress record by
+// claiming again, so a poll costs one store call and needs no read permission.
+func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
+	id, fp, start := j.id, j.fp, j.start
+	var waited time.Duration
+	poll := firstPoll
+	for {
+		// The work's deadline is measured from here, no later than the
+		// instant the lease is computed from, so a slow claim shortens the
+		// work's time instead of letting it outlive the lease. (One clock
+		// read when the clock is the real one: reads are not free on every
+		// host.)
+		now := e.cfg.now()
+		claimStart := now
+		if e.cfg.clockSet {
+			claimStart = time.Now()
+		}
+		budget, ok := e.leaseBudget(ctx)
+		if !ok {
+			err := ctx.Err()
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: no time left to run: %w", ErrStore, err)})
+		}
+		rec := e.newRecord(id, fp, now, budget)
+		res, err := e.store.Claim(ctx, rec, now)
+		if err != nil {
+			if errors.Is(err, ErrCorruptRecord) {
+				return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
+			}
+			e.forgetClaim(ctx, rec)
+			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
+		}
+		if res.Claimed {
+			j.f.hold(&rec)
+			return e.run(ctx, j, rec, claimStart.Add(budget-reserve(budget)), res.TookOver)
+		}
+		j.f.settle()
+		ex := res.Existing
+		if err := checkExisting(ex, fp); err != nil {
+			outcome := OutcomeRejected
+			if errors.Is(err, ErrPayloadMismatch) {
+				outcome = OutcomePayloadMismatch
+			}
+			return Result{}, e.finish(ctx, start, Event{Outcome: outcome, RecordID: id, Err: err})
+		}
+		if ex.Status == StatusCompleted {
+			r, err := e.replayRecord(ctx, j, ex, false)
+			if err == nil {
+				j.f.share(&r, ex.Fingerprint)
+			}
+			return r, err
+		}
+		// In progress elsewhere: wait while the wait lasts, the last poll
+		// when it ends (a backoff step never overshoots it).
+		left := e.cfg.waitMax - waited
+		if left <= 0 {
+			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
+		}
+		step := min(poll, left)
+		if err := e.cfg.sleep(ctx, step); err != nil {
+			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
+		}
+		waited += step
+		poll = min(2*poll, maxPoll)
+	}
+}
+
+// forgetClaim undoes, as far as it can, a claim whose outcome is unknown: the
+// write may have landed with its response lost and every retry failing, and
+// then the key would answer "in progress" for a whole lease though nothing
+// ran. The release is fenced by this claim's lease, so it deletes nothing but
+// this claim's own record; if it fails too, the lease ends the record.
+func (e *Engine) forgetClaim(ctx context.Context, rec Record) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
+	defer cancel()
+	_ = e.store.Release(fctx, rec.ID, rec.Lease) // best effort; ErrLeaseLost means another owner holds it
+}
+
+// checkExisting vets the record that refused a claim before it is used.
+func checkExisting(ex *Record, fp string) error {
+	switch {
+	case ex == nil:
+		return fmt.Errorf("%w: store refused the claim without returning the record", ErrCorruptRecord)
+	case ex.Version != RecordVersion:
+		return fmt.Errorf("%w: record version %d (this library reads %d)", ErrCorruptRecord, ex.Version, RecordVersion)
+	case ex.Status != StatusCompleted && ex.Status != StatusInProgress:
+		return fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, ex.Status)
+	case ex.Status == StatusInProgress && ex.LeaseExpiresAt.IsZero():
+		return fmt.Errorf("%w: in-progress record without a lease end", ErrCorruptRecord)
+	case fp != ex.Fingerprint && fp != "":
+		return ErrPayloadMismatch
+	}
+	return nil
+}
+
+// leaseBudget is how long this invocation may hold the lease: the time to the
+// context's deadline (a remaining time of zero is still a deadline), capped by
+// the maximum lease. ok is false when no time is left.
+func (e *Engine) leaseBudget(ctx context.Context) (time.Duration, bool) {
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	budget := e.cfg.maxLease
+	if deadline, has := ctx.Deadline(); has {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return 0, false
+		}
+		budget = min(budget, remaining)
+	}
+	return budget, true
+}
+
+// reserve is the part of the budget kept back to complete or release.
+func reserve(budget time.Duration) time.Duration {
+	return min(DefaultReserve, budget/4)
+}
+
+// newRecord builds the INPROGRESS record of a claim. The stored lease ends a
+// clock-skew margin after this invocation's budget, and the record never
+// expires before its lease.
+func (e *Engine) newRecord(id, fp string, now time.Time, budget time.Duration) Record {
+	leaseEnd := now.Add(budget + e.cfg.clockSkew)
+	expires := now.Add(e.cfg.expiry)
+	if expires.Before(leaseEnd) {
+		expires = leaseEnd
+	}
+	return Record{
+		ID:             id,
+		Status:         StatusInProgress,
+		ExpiresAt:      ceilSecond(expires),
+		LeaseExpiresAt: time.UnixMilli(leaseEnd.UnixMilli()),
+		Lease:          newLease(),
+		Fingerprint:    fp,
+		Version:        RecordVersion,
+	}
+}
+
+func ceilSecond(t time.Time) time.Time {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return time.Unix(s, 0)
+}
+
+// run executes the work under the claimed record, to stop by workDeadline,
+// and settles the record.
+func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.Time, tookOver bool) (Result, error) {
+	start := j.start
+	// The work must stop before the lease does: a live owner with a lapsed
+	// lease could run side by side with the invocation that takes it over. A
+	// context born done (a claim so slow that no time is left, or an
+	// invocation that ended meanwhile) gives the key back unrun.
+	wctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, workDeadline)
+	if werr := wctx.Err(); werr != nil {
+		cancel()
+		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
+			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, werr)}
+		if rerr := e.releaseRecord(ctx, rec); rerr != nil {
+			ev.Err = errors.Join(ev.Err, rerr)
+		}
+		return Result{}, e.finish(ctx, start, ev)
+	}
+	settled := false
+	defer func() {
+		// Only runtime.Goexit in the work (t.FailNow, say) gets here
+		// unsettled: panics are recovered by call. Give the key back.
+		if !settled {
+			_ = e.releaseRecord(ctx, rec)
+		}
+	}()
+	data, p, err := call(wctx, j.work)
+	settled = true
+	cancel()
+	res := Result{Response: data, Ran: true}
+	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
+	encErr := errors.Is(err, ErrResponseEncoding)
+
+	if p != nil || (err != nil && !encErr) {
+		ev.Outcome, ev.Err = OutcomeHandlerError, err
+		if p != nil {
+			ev.Err = p.err()
+			// The re-panic below starts a new stack; keep the original one.
+			e.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
+				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
+		}
+		if rerr := e.releaseRecord(ctx, rec); rerr != nil {
+			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
+		}
+		e.finish(ctx, start, ev)
+		if p != nil {
+			panic(p.value)
+		}
+		return res, err
+	}
+
+	done := rec
+	done.Status = StatusCompleted
+	done.LeaseExpiresAt = time.Time{}
+	done.ExpiresAt = ceilSecond(e.cfg.now().Add(e.cfg.expiry))
+	ev.Outcome = OutcomeExecuted
+	if encErr {
+		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, err
+	} else {
+		done.Data = encodeData(data, e.cfg.compressAbove)
+	}
+
+	cerr := e.completeRecord(ctx, done)
+	if errors.Is(cerr, ErrTooLarge) {
+		// Never release here: that would let a retry repeat the side effect.
+		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, cerr
+		cerr = e.completeRecord(ctx, done)
+	}
+	switch {
+	case cerr != nil:
+		ev.Outcome, ev.Err = outcomeOfFinish(cerr), errors.Join(ev.Err, cerr)
+	case ev.Outcome == OutcomeExecuted:
+		if e.cache != nil {
+			e.cache.Add(done.ID, done)
+		}
+		// Waiters in this process share the stored response.
+		j.f.share(&Result{Response: data, Replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint)
+	}
+	e.finish(ctx, start, ev)
+	if encErr {
+		return res, err
+	}
+	// The caller keeps its response even when completion failed: the work
+	// ran, and failing now would only invite a retry that repeats it.
+	return res, nil
+}
+
+func outcomeOfFinish(err error) Outcome {
+	if errors.Is(err, ErrLeaseLost) {
+		return OutcomeLeaseLost
+	}
+	return OutcomeStoreError
+}
+
+// handlerPanic is a panic recovered from the work, re-raised after the
+// record is released.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+// err describes the panic as an error that wraps the panic value when that
+// is an error, so outcome hooks can match it with errors.Is and errors.As.
+func (p *handlerPanic) err() error {
+	if perr, ok := p.value.(error); ok {
+		return fmt.Errorf("idempotent: handler panicked: %w", perr)
+	}
+	return fmt.Errorf("idempotent: handler panicked: %v", p.value)
+}
+
+// call runs the work, turning a panic into a value to re-panic with after
+// the record is released.
+func call(ctx context.Context, work func(context.Context) ([]byte, error)) (data []byte, p *handlerPanic, err error) {
+	panicked := true
+	defer func() {
+		if panicked {
+			p = &handlerPanic{value: recover(), stack: debug.Stack()}
+		}
+	}()
+	data, err = work(ctx)
+	panicked = false
+	return data, nil, err
+}
+
+// finishContext gives completion and release their own time: the invocation's
+// context may be cancelled or spent, and that must not leave the record
+// INPROGRESS. SDK retries happen within this bound, which ends with the
+// invocation's deadline (the work stopped a reserve before it) so the
+// finish never outlives the Lambda invocation, but always allows a short try.
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := finishTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, max(time.Until(deadline), minFinish))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+}
+
+func (e *Engine) completeRecord(ctx context.Context, rec Record) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	if err := e.store.Complete(fctx, rec); err != nil {
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTooLarge) {
+			return err
+		}
+		return fmt.Errorf("%w: complete: %w", ErrStore, err)
+	}
+	return nil
+}
+
+func (e *Engine) releaseRecord(ctx context.Context, rec Record) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	if err := e.store.Release(fctx, rec.ID, rec.Lease); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		return fmt.Errorf("%w: release: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// replayRecord answers a duplicate from a completed record.
+func (e *Engine) replayRecord(ctx context.Context, j *job, rec *Record, fromCache bool) (Result, error) {
+	start := j.start
+	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache}
+	if j.fp != "" && j.fp != rec.Fingerprint {
+		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
+		return Result{}, e.finish(ctx, start, ev)
+	}
+	raw, stored, err := decodeData(rec.Data)
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeRejected, err
+		return Result{}, e.finish(ctx, start, ev)
+	}
+	if !stored {
+		ev.Outcome, ev.Err = OutcomeResponseNotStored, ErrResponseNotStored
+		return Result{}, e.finish(ctx, start, ev)
+	}
+	if j.accept != nil {
+		if err := j.accept(raw); err != nil {
+			ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
+			return Result{}, e.finish(ctx, start, ev)
+		}
+	}
+	if e.cache != nil && !fromCache {
+		e.cache.Add(rec.ID, *rec)
+	}
+	e.finish(ctx, start, ev)
+	return Result{Response: raw, Replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt, FromCache: fromCache}}, nil
+}
+
+// finish reports a call's outcome to the hook and the log, and returns the
+// event's error for the caller.
+func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
+	ev.Duration = e.cfg.now().Sub(start)
+	if e.cfg.onOutcome != nil {
+		e.cfg.onOutcome(ctx, ev)
+	}
+	level := outcomeLevel(ev)
+	if log := e.logger(); log.Enabled(ctx, level) {
+		attrs := make([]slog.Attr, 0, 7)
+		attrs = append(attrs,
+			slog.String("outcome", ev.Outcome.String()),
+			slog.String("record_id", ev.RecordID),
+			slog.Bool("handler_ran", ev.HandlerRan),
+			slog.Duration("duration", ev.Duration))
+		if ev.TookOver {
+			attrs = append(attrs, slog.Bool("took_over", true))
+		}
+		if ev.Shared {
+			attrs = append(attrs, slog.Bool("shared", true))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		}
+		log.LogAttrs(ctx, level, "idempotent: "+ev.Outcome.String(), attrs...)
+	}
+	return ev.Err
+}
+
+func outcomeLevel(ev Event) slog.Level {
+	switch ev.Outcome {
+	case OutcomeExecuted, OutcomeReplayed, OutcomeBypassed:
+		if ev.TookOver {
+			return slog.LevelWarn
+		}
+		return slog.LevelDebug
+	case OutcomeInProgress, OutcomePayloadMismatch, OutcomeRejected, OutcomeResponseNotStored, OutcomeHandlerError:
+		return slog.LevelInfo
+	default: // lease lost, store error, response too large to store
+		return slog.LevelError
+	}
+}
