@@ -113,6 +113,72 @@ func (b *blockingHandler) blockKey(key string) (started, release chan struct{}) 
 	return started, release
 }
 
+// inv is one measured invocation (or group of invocations).
+type inv struct {
+	calls  *calls
+	ev     idempotent.Event
+	err    error
+	logged bool
+}
+
+// duplicatesAtOnce is the size of the coalescing scenarios of §1.
+const duplicatesAtOnce = 16
+
+// concurrent starts duplicatesAtOnce invocations of one new key in one
+// process (one wrapper) at once, all counted under one calls counter. The
+// first to claim is held for a moment, so that every other one meets it in
+// the air; each of the others must report followers (replayed with Shared, or
+// in_progress) and the first executed. The result carries the first's event.
+func concurrent(ctx context.Context, f func(context.Context, paymentEvent) (paymentResult, error), bh *blockingHandler,
+	tmpl paymentEvent, key string, outcomes *outcomeLog, followers string) (inv, string) {
+	c := &calls{names: []string{}}
+	started, release := bh.blockKey(key)
+	go func() {
+		<-started
+		time.Sleep(200 * time.Millisecond) // every other invocation is in flight by now
+		close(release)
+	}()
+	ev := tmpl
+	ev.IdempotencyKey = key
+	tags := make([]string, duplicatesAtOnce)
+	errs := make([]error, duplicatesAtOnce)
+	var wg sync.WaitGroup
+	for n := range duplicatesAtOnce {
+		tags[n] = key + "/" + randomHex(4)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ictx, cancel := context.WithTimeout(withCalls(context.WithValue(ctx, scenarioKey{}, tags[n]), c), 30*time.Second)
+			defer cancel()
+			_, errs[n] = f(ictx, ev)
+		}()
+	}
+	wg.Wait()
+	var first inv
+	counts := map[string]int{}
+	for n, tag := range tags {
+		e, ok := outcomes.get(tag)
+		if !ok {
+			return inv{calls: c}, "an invocation reported no outcome"
+		}
+		switch {
+		case e.Outcome.String() == "executed" && first.calls == nil:
+			first = inv{calls: c, ev: e, err: errs[n], logged: true}
+		case e.Outcome.String() == followers && (followers != "replayed" || e.Shared):
+			counts[followers]++
+		default:
+			return inv{calls: c}, fmt.Sprintf("an invocation's outcome: %s (shared %v, err %v)", e.Outcome, e.Shared, errs[n])
+		}
+	}
+	if first.calls == nil {
+		return inv{calls: c}, "no invocation executed"
+	}
+	if counts[followers] != duplicatesAtOnce-1 {
+		return first, fmt.Sprintf("%d of %d duplicates %s, want all", counts[followers], duplicatesAtOnce-1, followers)
+	}
+	return first, ""
+}
+
 // runCalls measures the DynamoDB calls of each scenario reps times, against
 // table, each repetition with its own keys.
 func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, reps int) []callsResult {
@@ -127,16 +193,12 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 		clock.option(), outcomes.option(),
 	}
 	h := idempotent.Wrap(store, bh.handle, opts...)
+	other := idempotent.Wrap(store, bh.handle, opts...) // another process: its own engine, no coalescing with h
 	cached := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithLocalCache(1024))...)
+	waiting := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithWaitInProgress(30*time.Second))...)
 
 	run := "c" + randomHex(6)
 	// invoke calls f with key, counting the calls made under its context.
-	type inv struct {
-		calls  *calls
-		ev     idempotent.Event
-		err    error
-		logged bool
-	}
 	invoke := func(f func(context.Context, paymentEvent) (paymentResult, error), key string) inv {
 		c := &calls{names: []string{}}
 		tag := key + "/" + randomHex(4)
@@ -183,7 +245,20 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			i := invoke(cached, key)
 			return i, expect(i, "replayed", false, true)
 		}},
-		{"in-progress duplicate", "in_progress", 1, func(key string) (inv, string) {
+		{"in-progress duplicate (another process)", "in_progress", 1, func(key string) (inv, string) {
+			started, release := bh.blockKey(key)
+			done := make(chan inv)
+			go func() { done <- invoke(h, key) }()
+			<-started
+			i := invoke(other, key)
+			close(release)
+			first := <-done
+			if p := expect(first, "executed", false, false); p != "" {
+				return i, "the first invocation: " + p
+			}
+			return i, expect(i, "in_progress", false, false)
+		}},
+		{"in-progress duplicate (same process)", "in_progress", 0, func(key string) (inv, string) {
 			started, release := bh.blockKey(key)
 			done := make(chan inv)
 			go func() { done <- invoke(h, key) }()
@@ -195,6 +270,12 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 				return i, "the first invocation: " + p
 			}
 			return i, expect(i, "in_progress", false, false)
+		}},
+		{"16 concurrent duplicates of a new key, one process, WithWaitInProgress (all 16)", "executed", 2, func(key string) (inv, string) {
+			return concurrent(ctx, waiting, bh, tmpl, key, outcomes, "replayed")
+		}},
+		{"16 concurrent duplicates of a new key, one process, no waiting (all 16)", "executed", 2, func(key string) (inv, string) {
+			return concurrent(ctx, h, bh, tmpl, key, outcomes, "in_progress")
 		}},
 		{"handler error (release)", "handler_error", 2, func(key string) (inv, string) {
 			bh.mu.Lock()

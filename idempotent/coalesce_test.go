@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,4 +178,24 @@ func TestCoalescingRespectsPayloadAndScope(t *testing.T) {
 	assert.EqualValues(t, 2, runs.Load())
 	close(g.release)
 	require.NoError(t, <-done)
+}
+
+// TestNoGoroutineLeaks: making wrappers starts no goroutine (the local cache
+// is a plain LRU: each record's own expiry is checked on every hit), and a
+// finished call leaves none behind, coalesced or not.
+func TestNoGoroutineLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	store := idempotent.NewMemoryStore()
+	var c counter
+	for range 500 {
+		h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithLocalCache(64),
+			idempotent.WithWaitInProgress(time.Second))
+		_, err := h(context.Background(), order{ID: "o"})
+		require.NoError(t, err)
+	}
+	after := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); after > before && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond) // timers and finished calls wind down
+	}
+	assert.LessOrEqual(t, after, before, "goroutines after making 500 wrappers")
 }
