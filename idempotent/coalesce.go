@@ -31,59 +31,76 @@ import (
 // A flight is the call of this process that leads a record id.
 type flight struct {
 	mu       sync.Mutex
-	changed  chan struct{} // closed (and replaced) at every change below
+	changed  chan struct{} // closed at the next change below; made by the first follower to wait
 	holds    bool          // the leader holds the lease
 	fp       string        // the leader's payload fingerprint, when it holds
 	leaseEnd time.Time     // the lease end it holds
 	done     bool          // the leader has its answer
-	res      *Result       // the response followers may share, when done; nil: none
+	shared   bool          // res is a response followers may share
+	res      Result        // the leader's stored or replayed response
 	resFP    string        // the fingerprint of the record res came from
 }
 
-func newFlight() *flight { return &flight{changed: make(chan struct{})} }
-
-// snapshot is a follower's view of a flight.
+// snapshot is a follower's view of a flight, and the channel that tells it
+// of the next change.
 type snapshot struct {
-	holds, done bool
-	fp          string
-	leaseEnd    time.Time
-	res         *Result
-	resFP       string
-	changed     <-chan struct{}
+	holds, done, shared bool
+	fp, resFP           string
+	leaseEnd            time.Time
+	res                 Result
+	changed             <-chan struct{}
 }
 
 func (f *flight) look() snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return snapshot{holds: f.holds, done: f.done, fp: f.fp, leaseEnd: f.leaseEnd, res: f.res, resFP: f.resFP, changed: f.changed}
+	if f.changed == nil {
+		f.changed = make(chan struct{}) // most flights never have a follower
+	}
+	return snapshot{holds: f.holds, done: f.done, shared: f.shared, fp: f.fp, resFP: f.resFP,
+		leaseEnd: f.leaseEnd, res: f.res, changed: f.changed}
 }
 
-// update applies change and wakes the followers.
-func (f *flight) update(change func()) {
-	if f == nil {
-		return
+// notify wakes the followers; f.mu is held.
+func (f *flight) notify() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
 	}
-	f.mu.Lock()
-	change()
-	close(f.changed)
-	f.changed = make(chan struct{})
-	f.mu.Unlock()
 }
 
 // hold records that the leader claimed rec.
 func (f *flight) hold(rec *Record) {
-	f.update(func() { f.holds, f.fp, f.leaseEnd = true, rec.Fingerprint, rec.LeaseExpiresAt })
+	f.mu.Lock()
+	f.holds, f.fp, f.leaseEnd = true, rec.Fingerprint, rec.LeaseExpiresAt
+	f.notify()
+	f.mu.Unlock()
 }
 
 // settle records that the leader's claim was refused: it answers from the
 // record (or polls it) without holding the lease.
-func (f *flight) settle() { f.update(func() { f.holds = false }) }
+func (f *flight) settle() {
+	f.mu.Lock()
+	f.holds = false
+	f.notify()
+	f.mu.Unlock()
+}
 
 // share offers the leader's stored or replayed response to its followers.
-func (f *flight) share(r *Result, fp string) { f.update(func() { f.res, f.resFP = r, fp }) }
+func (f *flight) share(r *Result, fp string) {
+	f.mu.Lock()
+	f.shared, f.res, f.resFP = true, *r, fp
+	f.notify()
+	f.mu.Unlock()
+}
 
 // land marks the leader done; a response it did not share is not shared.
-func (f *flight) land() { f.update(func() { f.done = true }) }
+func (f *flight) land() {
+	f.mu.Lock()
+	f.done = true
+	f.notify()
+	f.mu.Unlock()
+}
 
 // coalesce answers a call through the flight of its record id: it leads a
 // new one, or follows the one in the air.
@@ -92,7 +109,7 @@ func (e *Engine) coalesce(ctx context.Context, j *job) (Result, error) {
 		e.mu.Lock()
 		f := e.flights[j.id]
 		if f == nil {
-			j.f = newFlight()
+			j.f = &flight{}
 			if e.flights == nil {
 				e.flights = make(map[string]*flight)
 			}
@@ -119,8 +136,8 @@ func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res Result, ans
 		s := f.look()
 		switch {
 		case s.done:
-			if s.res != nil && (j.fp == "" || j.fp == s.resFP) {
-				res, err = e.share(ctx, j, s.res)
+			if s.shared && (j.fp == "" || j.fp == s.resFP) {
+				res, err = e.share(ctx, j, &s.res)
 				return res, true, err
 			}
 			return Result{}, false, nil
@@ -176,11 +193,9 @@ func (e *Engine) lead(ctx context.Context, j *job) (Result, error) {
 // replayed.
 func (e *Engine) share(ctx context.Context, j *job, r *Result) (Result, error) {
 	ev := Event{Outcome: OutcomeReplayed, RecordID: j.id, Shared: true}
-	if j.accept != nil {
-		if err := j.accept(r.Response); err != nil {
-			ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
-			return Result{}, e.finish(ctx, j.start, ev)
-		}
+	if err := j.r.accept(r.Response); err != nil {
+		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
+		return Result{}, e.finish(ctx, j.start, ev)
 	}
 	e.finish(ctx, j.start, ev)
 	return Result{Response: r.Response, Replay: Replay{RecordID: j.id, ExpiresAt: r.Replay.ExpiresAt, Shared: true}}, nil

@@ -144,8 +144,11 @@ func TestCoalescingNeverSharesAnError(t *testing.T) {
 		require.NoError(t, errs[i], "call %d", i)
 		assert.EqualValues(t, 2, outs[i].Run)
 	}
-	// claim+release, then claim+complete: the waiters never polled the store.
-	assert.Equal(t, 4, store.calls())
+	// Claim and release, claim and completion; a waiter that meets no
+	// flight after the second landed replays from the store (one call), but
+	// none polled it while waiting.
+	assert.GreaterOrEqual(t, store.calls(), 4)
+	assert.LessOrEqual(t, store.calls(), 4+(n-2))
 }
 
 func TestCoalescingRespectsPayloadAndScope(t *testing.T) {

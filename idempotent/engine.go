@@ -68,8 +68,7 @@ type Call struct {
 type job struct {
 	id, fp string
 	start  time.Time
-	work   func(context.Context) ([]byte, error)
-	accept func([]byte) error
+	r      runner
 	f      *flight // the flight this call leads
 }
 
@@ -156,13 +155,39 @@ func (e *Engine) logger() *slog.Logger {
 // a response (the work ran: a duplicate gets ErrResponseNotStored). A panic
 // in work releases the record and is re-raised.
 func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
+	return e.do(ctx, &call, funcs{work: work, acceptFn: call.Accept})
+}
+
+// A runner is the work of one call and the check of a replay (Call.Accept).
+// Wrap's invocations implement it themselves: one allocation for both.
+type runner interface {
+	run(ctx context.Context) ([]byte, error)
+	accept(response []byte) error
+}
+
+// funcs is the runner of Do's arguments.
+type funcs struct {
+	work     func(context.Context) ([]byte, error)
+	acceptFn func([]byte) error
+}
+
+func (f funcs) run(ctx context.Context) ([]byte, error) { return f.work(ctx) }
+
+func (f funcs) accept(response []byte) error {
+	if f.acceptFn == nil {
+		return nil
+	}
+	return f.acceptFn(response)
+}
+
+func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
 	start := e.cfg.now()
 	if e.cfg.disabled {
-		return e.bypass(ctx, start, work)
+		return e.bypass(ctx, start, r)
 	}
 	if call.Key == "" {
 		if e.cfg.optionalKey {
-			return e.bypass(ctx, start, work)
+			return e.bypass(ctx, start, r)
 		}
 		return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
 	}
@@ -177,7 +202,7 @@ func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) (
 			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInvalidPayload, err)})
 		}
 	}
-	j := &job{id: id, fp: fp, start: start, work: work, accept: call.Accept}
+	j := &job{id: id, fp: fp, start: start, r: r}
 	if e.cache != nil {
 		if rec, ok := e.cache.Get(id); ok && !rec.expiredAt(start) {
 			return e.replayRecord(ctx, j, &rec, true)
@@ -198,8 +223,8 @@ func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
 	return e.finish(ctx, e.cfg.now(), ev)
 }
 
-func (e *Engine) bypass(ctx context.Context, start time.Time, work func(context.Context) ([]byte, error)) (Result, error) {
-	data, err := work(ctx)
+func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (Result, error) {
+	data, err := r.run(ctx)
 	e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
 	return Result{Response: data, Ran: true}, err
 }
@@ -379,7 +404,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 			_ = e.releaseRecord(ctx, rec)
 		}
 	}()
-	data, p, err := call(wctx, j.work)
+	data, p, err := call(wctx, j.r)
 	settled = true
 	cancel()
 	res := Result{Response: data, Ran: true}
@@ -429,7 +454,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 			e.cache.Add(done.ID, done)
 		}
 		// Waiters in this process share the stored response.
-		j.f.share(&Result{Response: data, Replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint)
+		j.f.share(&Result{Response: data, Replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
 	}
 	e.finish(ctx, start, ev)
 	if encErr {
@@ -465,14 +490,14 @@ func (p *handlerPanic) err() error {
 
 // call runs the work, turning a panic into a value to re-panic with after
 // the record is released.
-func call(ctx context.Context, work func(context.Context) ([]byte, error)) (data []byte, p *handlerPanic, err error) {
+func call(ctx context.Context, r runner) (data []byte, p *handlerPanic, err error) {
 	panicked := true
 	defer func() {
 		if panicked {
 			p = &handlerPanic{value: recover(), stack: debug.Stack()}
 		}
 	}()
-	data, err = work(ctx)
+	data, err = r.run(ctx)
 	panicked = false
 	return data, nil, err
 }
@@ -531,11 +556,9 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *Record, fromCach
 		ev.Outcome, ev.Err = OutcomeResponseNotStored, ErrResponseNotStored
 		return Result{}, e.finish(ctx, start, ev)
 	}
-	if j.accept != nil {
-		if err := j.accept(raw); err != nil {
-			ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
-			return Result{}, e.finish(ctx, start, ev)
-		}
+	if err := j.r.accept(raw); err != nil {
+		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
+		return Result{}, e.finish(ctx, start, ev)
 	}
 	if e.cache != nil && !fromCache {
 		e.cache.Add(rec.ID, *rec)

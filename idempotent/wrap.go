@@ -69,8 +69,8 @@ func checkedOption[F any](v any, option string) F {
 	return f
 }
 
-// invocation is one call of a wrapped handler: the engine runs its work and
-// hands its accept the stored response of a replay.
+// invocation is one call of a wrapped handler, the engine's runner: the
+// engine runs it and hands its accept the stored response of a replay.
 type invocation[In, Out any] struct {
 	w        *wrapper[In, Out]
 	in       In
@@ -102,9 +102,8 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 				call.Payload = nullPayload
 			}
 		}
-		call.Accept = inv.accept
 	}
-	res, err := w.e.Do(ctx, call, inv.work)
+	res, err := w.e.do(ctx, &call, inv)
 	switch {
 	case res.Ran && inv.err != nil:
 		return inv.out, inv.err // the handler's own error, unchanged
@@ -124,9 +123,9 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 // (the JSON null) and not the absence of one.
 var nullPayload = []byte("null")
 
-// work runs the handler and encodes its response for the engine. Run
+// run runs the handler and encodes its response for the engine. Run
 // without idempotency (no record in the context), it only runs the handler.
-func (inv *invocation[In, Out]) work(ctx context.Context) ([]byte, error) {
+func (inv *invocation[In, Out]) run(ctx context.Context) ([]byte, error) {
 	w := inv.w
 	inv.out, inv.err = w.handler(ctx, inv.in)
 	if inv.err != nil {
