@@ -11,6 +11,33 @@
 //		return r.OrderID, nil
 //	})))
 //
+// # One engine, many front doors
+//
+// Under Wrap sits an [Engine], which knows nothing of types: it takes a key,
+// a scope and a payload ([Call]) and work that returns its response encoded,
+// and answers with the encoded response and whether this call ran it
+// ([Result]). Wrap is the typed layer over it (key, scope and payload
+// functions, the codec, the replay hook); the apigateway and sqsbatch
+// adapters call it directly with what they parsed, and so can your own front
+// doors. [RecordID] names a key's record, for logs and tools.
+//
+// Options: every [Option] configures an Engine; the generic ones (WithKey,
+// WithScope, WithPayloadValidation, WithReplayHook) need a typed front door
+// and make [NewEngine] panic. An adapter applies its own defaults first, then
+// the options given through its WithIdempotentOptions, then its own explicit
+// options, so the most specific setting wins (an adapter's WithLogger over an
+// idempotent.WithLogger passed through).
+//
+// Coalescing: concurrent calls for one record in one process (one Engine)
+// share one claim. While a call holds the record's lease, a duplicate gets
+// [ErrInProgress] with no store call, or, with [WithWaitInProgress], the
+// response the moment it is stored ([Event].Shared); a different payload gets
+// [ErrPayloadMismatch]. A failed run shares nothing: each waiter then tries
+// for itself, one at a time. A holder that overruns its lease is taken over
+// through the store, as from another process. Duplicates in other processes
+// meet in the store, whose conditional writes are what makes all of this
+// safe.
+//
 // # The record and its states
 //
 // One record per key. A claim creates it INPROGRESS with a lease (a random token
