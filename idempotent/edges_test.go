@@ -247,3 +247,34 @@ func TestPrefixLimits(t *testing.T) {
 	require.NoError(t, err, "a prefix of exactly MaxPrefixBytes is accepted")
 	assert.False(t, errors.Is(err, idempotent.ErrStore))
 }
+
+// TestNestedResponseEncodingIsAHandlerError: an inner wrapped function's
+// ErrResponseEncoding, returned by an outer handler, is the outer handler's
+// failure: its record is released and a retry runs it again (only the inner
+// record, whose handler ran, is completed without its response).
+func TestNestedResponseEncodingIsAHandlerError(t *testing.T) {
+	t.Parallel()
+	store := idempotent.NewMemoryStore()
+	type loose struct {
+		N any `json:"n"`
+	}
+	var innerRuns, outerRuns atomic.Int32
+	inner := idempotent.Wrap(store, func(context.Context, order) (loose, error) {
+		innerRuns.Add(1)
+		return loose{N: 1}, nil // an int in an any: a JSON replay would give a float64
+	}, idempotent.WithKey(orderKey), idempotent.WithPrefix("inner"))
+	outer := idempotent.Wrap(store, func(ctx context.Context, o order) (receipt, error) {
+		outerRuns.Add(1)
+		if _, err := inner(ctx, o); err != nil {
+			return receipt{}, err
+		}
+		return receipt{OrderID: o.ID}, nil
+	}, idempotent.WithKey(orderKey), idempotent.WithPrefix("outer"))
+
+	_, err := outer(context.Background(), order{ID: "o"})
+	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
+	_, err = outer(context.Background(), order{ID: "o"})
+	require.ErrorIs(t, err, idempotent.ErrResponseNotStored, "the retry runs the outer handler again; the inner record holds no response")
+	assert.EqualValues(t, 2, outerRuns.Load(), "the outer record was released")
+	assert.EqualValues(t, 1, innerRuns.Load(), "the inner handler ran once")
+}

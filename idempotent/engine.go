@@ -89,7 +89,7 @@ type Result struct {
 // on them, on a nil store and on an invalid prefix: programmer errors, found
 // at start-up.
 func NewEngine(store Store, opts ...Option) *Engine {
-	e := newEngine(store, opts)
+	e := newEngine("NewEngine", store, opts)
 	for name, fn := range map[string]any{"WithKey": e.cfg.keyFn, "WithScope": e.cfg.scopeFn,
 		"WithPayloadValidation": e.cfg.payloadFn, "WithReplayHook": e.cfg.replayFn} {
 		if fn != nil {
@@ -99,9 +99,9 @@ func NewEngine(store Store, opts ...Option) *Engine {
 	return e
 }
 
-func newEngine(store Store, opts []Option) *Engine {
+func newEngine(caller string, store Store, opts []Option) *Engine {
 	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
-		panic("idempotent: Wrap: nil store")
+		panic("idempotent: " + caller + ": nil store")
 	}
 	e := &Engine{cfg: defaultConfig(), store: store}
 	for _, opt := range opts {
@@ -150,10 +150,8 @@ func (e *Engine) logger() *slog.Logger {
 //
 // work gets a context that ends before the lease does, and carries the
 // Invocation (FromContext, DownstreamKey). Its error releases the record, so
-// a retry runs again, and is returned by Do unchanged with Result.Ran set;
-// an error wrapping ErrResponseEncoding instead completes the record without
-// a response (the work ran: a duplicate gets ErrResponseNotStored). A panic
-// in work releases the record and is re-raised.
+// a retry runs again, and is returned by Do unchanged with Result.Ran set. A
+// panic in work releases the record and is re-raised.
 func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
 	return e.do(ctx, &call, funcs{work: work, acceptFn: call.Accept})
 }
@@ -210,6 +208,11 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
 	}
 	return e.coalesce(ctx, j)
 }
+
+// Disabled reports whether DisableEnv was set when the Engine was made: Do
+// then runs every call's work without idempotency, and a front door need not
+// derive keys or payloads at all.
+func (e *Engine) Disabled() bool { return e.cfg.disabled }
 
 // Reject reports a call a front door refused before Do, such as one whose
 // key it could not parse or whose body is not valid JSON: the outcome hook
@@ -409,7 +412,8 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 	cancel()
 	res := Result{Response: data, Ran: true}
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
-	encErr := errors.Is(err, ErrResponseEncoding)
+	var ee *encodingError
+	encErr := errors.As(err, &ee) && ee.engine == e // not an inner Wrap's, returned by an outer handler
 
 	if p != nil || (err != nil && !encErr) {
 		ev.Outcome, ev.Err = OutcomeHandlerError, err
@@ -464,6 +468,19 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 	// ran, and failing now would only invite a retry that repeats it.
 	return res, nil
 }
+
+// encodingError is Wrap's word that the handler ran but its response cannot
+// be stored: the record is then completed without one, so a duplicate gets
+// ErrResponseNotStored instead of running the handler again. It names its
+// engine: an inner wrapped function's encodingError, returned by an outer
+// handler, is a plain handler error to the outer one.
+type encodingError struct {
+	engine *Engine
+	err    error // wraps ErrResponseEncoding
+}
+
+func (x *encodingError) Error() string { return x.err.Error() }
+func (x *encodingError) Unwrap() error { return x.err }
 
 func outcomeOfFinish(err error) Outcome {
 	if errors.Is(err, ErrLeaseLost) {

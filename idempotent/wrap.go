@@ -39,7 +39,7 @@ func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out
 	if handler == nil {
 		panic("idempotent: Wrap: nil handler")
 	}
-	w := &wrapper[In, Out]{e: newEngine(store, opts), handler: handler}
+	w := &wrapper[In, Out]{e: newEngine("Wrap", store, opts), handler: handler}
 	cfg := &w.e.cfg
 	w.key = checkedOption[func(In) (string, error)](cfg.keyFn, "WithKey")
 	if w.key == nil {
@@ -139,7 +139,7 @@ func (inv *invocation[In, Out]) run(ctx context.Context) ([]byte, error) {
 		err = w.replayable(inv.out, raw) // a response a replay would not give back equal
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrResponseEncoding, err)
+		return nil, &encodingError{engine: w.e, err: fmt.Errorf("%w: %w", ErrResponseEncoding, err)}
 	}
 	return raw, nil
 }

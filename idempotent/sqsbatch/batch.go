@@ -229,8 +229,8 @@ func (b *batcher[T]) runLane(ctx context.Context, p plan, lane []int, items []it
 	}
 }
 
-// process runs one message through the idempotent wrapper and reports whether
-// it may be deleted from the queue.
+// process runs one message through the engine and reports whether it may be
+// deleted from the queue.
 func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool) {
 	id := slog.String("message_id", it.msg.MessageId)
 	defer func() {
@@ -265,22 +265,26 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: not processed: the invocation's time is up", id, slog.String("error", err.Error()))
 		return false
 	}
-	_, err := b.invoke(context.WithValue(ctx, messageKey{}, it.msg), it)
+	ran, err := b.do(context.WithValue(ctx, messageKey{}, it.msg), it)
 	switch {
-	case it.ran && !it.ranOK:
+	case ran && err != nil:
 		// The handler failed, whatever its error wraps (a nested idempotent
-		// call's ErrResponseNotStored, say): the core released the key, and
+		// call's ErrResponseNotStored, say): the engine released the key, and
 		// the message must be redelivered.
 		return false
-	case err == nil || errors.Is(err, idempotent.ErrResponseNotStored):
-		// ErrResponseNotStored: the handler already ran for this key; an SQS
-		// message needs no response, so it is done.
-		if it.ran && it.ranOK && it.hasKey() {
+	case ran:
+		// The handler succeeded; the message is done even if its record could
+		// not be completed (reporting it would run the handler again for sure).
+		if it.hasKey() {
 			p.done.add(it.key)
 		}
 		return true
-	case !it.ran && errors.Is(err, idempotent.ErrInProgress) && it.hasKey() && p.done.has(it.key):
-		// The core found the key in progress, and its handler ran and
+	case err == nil || errors.Is(err, idempotent.ErrResponseNotStored):
+		// A replay. ErrResponseNotStored: the handler already ran for this
+		// key; an SQS message needs no response, so it is done.
+		return true
+	case errors.Is(err, idempotent.ErrInProgress) && it.hasKey() && p.done.has(it.key):
+		// The engine found the key in progress, and its handler ran and
 		// succeeded earlier in this batch: that message's completion failed
 		// (or its record was taken over since). The key's work is done here;
 		// failing this message would have its redelivery take the record over

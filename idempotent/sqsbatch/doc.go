@@ -11,9 +11,10 @@
 //
 // Each body is decoded as JSON into the handler's message type; WrapMessage
 // hands over the events.SQSMessage instead. Each message then runs through
-// idempotent.Wrap under its own key (by default the SQS message ID; see
-// WithKey), so a message that SQS delivers again, or that a producer sent
-// twice, does not run the handler again while its record lives.
+// an idempotent.Engine (one per wrapped handler) under its own key (by
+// default the SQS message ID; see WithKey), so a message that SQS delivers
+// again, or that a producer sent twice, does not run the handler again while
+// its record lives.
 //
 // # What counts as a failure
 //
@@ -117,7 +118,7 @@
 // left, at most 500 ms) so that the response is returned before Lambda times
 // the invocation out, which would fail the whole batch. Messages not started by
 // then are reported; a running handler sees its context end first, as
-// described at idempotent.Wrap.
+// described at idempotent.Engine.Do.
 //
 // # Logging
 //
@@ -126,6 +127,10 @@
 // errors are reduced to byte offsets, field names and types. Errors returned
 // by Validate and by the handler are logged as written, so keep secrets out of
 // them.
+//
+// The logger and the outcome hook can also be given to the core through
+// WithIdempotentOptions; its documentation states which one applies (this
+// package's WithLogger and WithOutcomeHook win).
 //
 // # Guarantees
 //

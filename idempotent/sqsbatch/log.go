@@ -39,7 +39,7 @@ func (h messageLogHandler) WithGroup(name string) slog.Handler {
 	return messageLogHandler{inner: h.handler().WithGroup(name)}
 }
 
-// coreLogger is the logger handed to idempotent.Wrap.
+// coreLogger is the logger handed to the engine.
 func coreLogger(l *slog.Logger) *slog.Logger {
 	if l == nil {
 		return slog.New(messageLogHandler{})

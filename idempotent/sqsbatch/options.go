@@ -70,9 +70,12 @@ func WithParallelism(n int) Option {
 	return func(o *options) { o.parallelism = max(n, 1) }
 }
 
-// WithLogger sets the logger of this package and of the wrapped idempotent
-// handler (default slog.Default()). Every record carries the SQS message ID as
-// "message_id"; none carries a message body or idempotency key.
+// WithLogger sets the logger of this package and of the engine under it
+// (default slog.Default(), as it is when a record is written). Every record
+// carries the SQS message ID as "message_id"; none carries a message body or
+// idempotency key. It wins over an idempotent.WithLogger given to
+// [WithIdempotentOptions], which states the rule. A nil logger is the same as
+// none.
 func WithLogger(logger *slog.Logger) Option {
 	return func(o *options) { o.logger = logger }
 }
@@ -83,25 +86,36 @@ func WithLogger(logger *slog.Logger) Option {
 // body cannot be decoded or fails Validate, which never reaches the core. The
 // hook's context carries the message (see MessageFromContext). Messages not
 // started because the invocation's time ran out, or held back behind a failed
-// message of their FIFO group, report no outcome: they did not run.
+// message of their FIFO group, report no outcome: they did not run. It wins
+// over an idempotent.WithOutcomeHook given to [WithIdempotentOptions], which
+// states the rule. A nil hook is the same as none.
 func WithOutcomeHook(hook func(context.Context, idempotent.Event)) Option {
-	return func(o *options) {
-		o.hook = hook
-		o.core = append(o.core, idempotent.WithOutcomeHook(hook))
-	}
+	return func(o *options) { o.hook = hook }
 }
 
-// WithIdempotentOptions passes options to the per-message idempotent.Wrap, for
-// example idempotent.WithPrefix, idempotent.WithExpiry, idempotent.WithLocalCache,
-// idempotent.WithWaitInProgress or idempotent.WithOutcomeHook (whose context
-// carries the message: see MessageFromContext). They are applied after this
-// package's own settings, so idempotent.WithLogger replaces the logger given to
-// WithLogger for the core's records (which then lack "message_id").
+// WithIdempotentOptions passes options to the idempotent.Engine that runs each
+// message, for example idempotent.WithPrefix, idempotent.WithExpiry,
+// idempotent.WithLocalCache, idempotent.WithWaitInProgress or
+// idempotent.WithOptionalKey.
 //
-// The generic options idempotent.WithKey, idempotent.WithScope and
-// idempotent.WithPayloadValidation cannot apply to the wrapper's internal input
-// type and make Wrap panic; use this package's WithKey and
-// WithPayloadValidation.
+// The logger and the outcome hook can be given at both layers; one rule
+// decides which applies: this package's defaults first (slog.Default, with
+// "message_id" added to the core's records; no hook), then the options given
+// to WithIdempotentOptions, in order, then this package's own options. So
+// WithLogger wins over idempotent.WithLogger, and WithOutcomeHook over
+// idempotent.WithOutcomeHook, in whatever order they are given. Given here
+// without its counterpart, idempotent.WithLogger replaces the logger of the
+// core's records only (which then lack "message_id"), and
+// idempotent.WithOutcomeHook sees the core's outcomes only, not the messages
+// this package rejects before the core (bodies it cannot decode); the
+// hook's context carries the message all the same (see MessageFromContext).
+//
+// The options that need a typed front door, idempotent.WithKey,
+// idempotent.WithScope, idempotent.WithPayloadValidation and
+// idempotent.WithReplayHook, make Wrap panic, as they make
+// idempotent.NewEngine panic: this package derives the key and the payload
+// itself; use its WithKey and WithPayloadValidation. idempotent.WithCodec has
+// no effect, as a message has no response to encode.
 func WithIdempotentOptions(opts ...idempotent.Option) Option {
 	return func(o *options) { o.core = append(o.core, opts...) }
 }

@@ -26,8 +26,9 @@ import (
 // *T has a method Validate() error, fails validation, makes its message a
 // failure without affecting the others and without calling handle.
 //
-// Wrap panics if store or handle is nil, or if an option's function is of the
-// wrong type.
+// Wrap panics if store or handle is nil, if an option's function is of the
+// wrong type, or on an option of package idempotent that WithIdempotentOptions
+// does not take.
 func Wrap[T any](store idempotent.Store, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: Wrap: nil handler")
@@ -49,8 +50,8 @@ func WrapMessage(store idempotent.Store, handle func(ctx context.Context, msg ev
 }
 
 // MessageFromContext returns the SQS message being processed. It is set in
-// the context of a wrapped handler and of the hook given to
-// idempotent.WithOutcomeHook through WithIdempotentOptions.
+// the context of a wrapped handler and of the outcome hook (WithOutcomeHook,
+// or idempotent.WithOutcomeHook given to WithIdempotentOptions).
 func MessageFromContext(ctx context.Context) (events.SQSMessage, bool) {
 	if m := messageFrom(ctx); m != nil {
 		return *m, true
@@ -65,15 +66,16 @@ func messageFrom(ctx context.Context) *events.SQSMessage {
 	return m
 }
 
-// batcher processes SQS batches with one idempotent invocation per message.
+// batcher processes SQS batches with one engine call per message.
 type batcher[T any] struct {
+	engine      *idempotent.Engine
 	handle      func(context.Context, T) error
 	decode      func(*events.SQSMessage) (T, error)
 	key         func(*events.SQSMessage, T) (string, error)
-	invoke      func(context.Context, *item[T]) (struct{}, error)
+	payload     func(*events.SQSMessage, T) (any, error) // nil: no payload validation
 	parallelism int
 	logger      *slog.Logger
-	hook        func(context.Context, idempotent.Event) // also given to the core
+	hook        func(context.Context, idempotent.Event) // WithOutcomeHook's, for messages the engine never sees
 }
 
 // item is one message of a batch, prepared for processing.
@@ -81,10 +83,8 @@ type item[T any] struct {
 	msg    *events.SQSMessage
 	val    T
 	key    string
-	keyErr error // handed to the core, which reports it as ErrInvalidKey
+	keyErr error // the key function failed: reported with Engine.Reject
 	err    error // the message cannot be processed at all (invalid body, panic)
-	ran    bool  // the core ran the handler for this message
-	ranOK  bool  // ... and it succeeded
 }
 
 // hasKey reports whether the item has a usable key to group and lock on.
@@ -100,33 +100,70 @@ func newBatcher[T any](store idempotent.Store, handle func(context.Context, T) e
 	if b.key == nil {
 		b.key = func(m *events.SQSMessage, _ T) (string, error) { return m.MessageId, nil }
 	}
-	payload := msgFunc[T, any](o.payload, "WithPayloadValidation")
-	if payload == nil && !o.noPayload {
-		payload = defaultPayload
+	b.payload = msgFunc[T, any](o.payload, "WithPayloadValidation")
+	if b.payload == nil && !o.noPayload {
+		b.payload = defaultPayload
 	}
 
-	// The key is derived before the core sees the message (messages are
-	// grouped by key), so the core's key function only hands it over.
-	core := []idempotent.Option{
-		idempotent.WithKey(func(it *item[T]) (string, error) { return it.key, it.keyErr }),
-		idempotent.WithLogger(coreLogger(o.logger)),
-	}
-	if payload != nil {
-		core = append(core, idempotent.WithPayloadValidation(func(it *item[T]) (any, error) {
-			return payload(it.msg, it.val)
-		}))
-	}
+	// The precedence rule of WithIdempotentOptions: this package's defaults,
+	// then the core options, then this package's own options; the engine
+	// keeps the last of each.
+	core := make([]idempotent.Option, 0, len(o.core)+3)
+	core = append(core, idempotent.WithLogger(coreLogger(nil)))
 	core = append(core, o.core...)
-	b.invoke = idempotent.Wrap(store, b.run, core...)
+	if o.logger != nil {
+		core = append(core, idempotent.WithLogger(coreLogger(o.logger)))
+	}
+	if o.hook != nil {
+		core = append(core, idempotent.WithOutcomeHook(o.hook))
+	}
+	b.engine = idempotent.NewEngine(store, core...)
 	return b
 }
 
-// run is the function made idempotent: the user's handler, with a response
-// that is nothing but "done". A panic becomes an error here, where the stack
-// still shows where it happened; the core then releases the record as for
-// any failure.
-func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err error) {
-	it.ran = true
+// doneResponse is what a message's record stores: a message has no
+// response, and "{}" is what earlier releases stored (the JSON of struct{}),
+// so records written by either read alike.
+var doneResponse = []byte("{}")
+
+// nullPayload stands for a payload function's nil result, which is a payload
+// (the JSON null) and not the absence of one; idempotent.Wrap hashes it the
+// same way.
+var nullPayload = []byte("null")
+
+// do runs a message through the engine with its key and payload, the handler
+// as the work. ran reports that the handler ran in this call; err is then its
+// error (nil when it succeeded, even if its record could not be completed),
+// and otherwise the engine's answer (nil for a replay).
+func (b *batcher[T]) do(ctx context.Context, it *item[T]) (ran bool, err error) {
+	var call idempotent.Call
+	if !b.engine.Disabled() { // as idempotent.Wrap: no key or payload errors then
+		if it.keyErr != nil {
+			return false, b.engine.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
+		}
+		call.Key = it.key
+		if it.key != "" && b.payload != nil {
+			p, err := b.payload(it.msg, it.val)
+			if err != nil {
+				return false, b.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, err))
+			}
+			if p == nil {
+				p = nullPayload
+			}
+			call.Payload = p
+		}
+	}
+	res, err := b.engine.Do(ctx, call, func(ctx context.Context) ([]byte, error) {
+		return doneResponse, b.run(ctx, it)
+	})
+	return res.Ran, err
+}
+
+// run calls the user's handler. A panic becomes an error here, where the
+// stack still shows where it happened; the engine then releases the record
+// as for any failure. (runtime.Goexit is not recovered: the engine gives the
+// key back, and the message stays failed; see handleBatch.)
+func (b *batcher[T]) run(ctx context.Context, it *item[T]) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.log().LogAttrs(ctx, slog.LevelError, "sqsbatch: handler panicked",
@@ -138,9 +175,7 @@ func (b *batcher[T]) run(ctx context.Context, it *item[T]) (_ struct{}, err erro
 			}
 		}
 	}()
-	err = b.handle(ctx, it.val)
-	it.ranOK = err == nil // set on a normal return only: not after a panic or runtime.Goexit
-	return struct{}{}, err
+	return b.handle(ctx, it.val)
 }
 
 func (b *batcher[T]) log() *slog.Logger {
