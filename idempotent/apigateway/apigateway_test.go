@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -774,13 +775,47 @@ func TestIdempotentOptions(t *testing.T) {
 			assert.False(t, replayed(callB(post("k", "{}"))), "prefixes separate functions sharing a table")
 			assert.True(t, replayed(callA(post("k", "{}"))))
 		})
-		t.Run(f.name+"/adapter owns the key", func(t *testing.T) {
+		t.Run(f.name+"/adapter owns the key, scope, payload and replay", func(t *testing.T) {
 			t.Parallel()
-			var c counter
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet, apigateway.WithIdempotentOptions(
-				idempotent.WithKey(func(any) (string, error) { return "", nil }),
-			))
-			requireProblem(t, call(req{body: "{}"}), http.StatusBadRequest, apigateway.ProblemMissingKey)
+			// Options only a typed front door can use panic when wrapping,
+			// naming the option, rather than being silently overridden.
+			for name, opt := range map[string]idempotent.Option{
+				"WithKey":               idempotent.WithKey(func(any) (string, error) { return "", nil }),
+				"WithScope":             idempotent.WithScope(func(context.Context, any) (string, error) { return "", nil }),
+				"WithPayloadValidation": idempotent.WithPayloadValidation(func(any) (any, error) { return nil, nil }),
+				"WithReplayHook":        idempotent.WithReplayHook(func(_ context.Context, out any, _ idempotent.Replay) any { return out }),
+			} {
+				msg := func() (msg string) {
+					defer func() { msg = fmt.Sprint(recover()) }()
+					f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle, quiet, apigateway.WithIdempotentOptions(opt))
+					return "no panic"
+				}()
+				assert.Contains(t, msg, name)
+			}
+		})
+		t.Run(f.name+"/logger precedence", func(t *testing.T) {
+			t.Parallel()
+			// An explicit apigateway.WithLogger wins over an idempotent.WithLogger
+			// given through WithIdempotentOptions, in either order.
+			for _, explicitFirst := range []bool{true, false} {
+				var core, explicit testlog.Buffer
+				opts := []apigateway.Option{apigateway.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&core)))}
+				if explicitFirst {
+					opts = append([]apigateway.Option{apigateway.WithLogger(testlog.Logger(&explicit))}, opts...)
+				} else {
+					opts = append(opts, apigateway.WithLogger(testlog.Logger(&explicit)))
+				}
+				call := f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle, opts...)
+				call(post("k", "{}"))
+				assert.Contains(t, explicit.String(), "idempotent: executed")
+				assert.Empty(t, core.String())
+			}
+			// Without an explicit one, the core's logger is the one given.
+			var core testlog.Buffer
+			call := f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle,
+				apigateway.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&core))))
+			call(post("k", "{}"))
+			assert.Contains(t, core.String(), "idempotent: executed")
 		})
 		t.Run(f.name+"/downstream key", func(t *testing.T) {
 			t.Parallel()

@@ -5,8 +5,9 @@
 // gets the first response again instead of repeating the side effect.
 //
 // WrapV1 wraps a REST API (payload format 1.0) handler and WrapV2 an HTTP API
-// (payload format 2.0) handler; both share one implementation and run on the
-// idempotent core, so any [idempotent.Store] works:
+// (payload format 2.0) handler; both share one implementation, a front door
+// of [idempotent.Engine] (one Do call per request, with the key, scope and
+// request fingerprint the adapter parsed), so any [idempotent.Store] works:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
 //	lambda.Start(apigateway.WrapV2(store, createPayment,
@@ -44,6 +45,7 @@
 //	first request                                handler's response
 //	duplicate of a stored response               stored response + Idempotent-Replayed: true
 //	method not idempotent (GET, PUT, ...)        handler's response
+//	event without an HTTP method                 400     malformed-request      ProblemMalformedRequest
 //	Idempotency-Key missing                      400     missing-key            ProblemMissingKey
 //	Idempotency-Key malformed                    400     invalid-key            ProblemInvalidKey
 //	JSON body invalid or with a duplicate key    400     invalid-json           ProblemInvalidJSON
@@ -53,6 +55,11 @@
 //	handler error or panic                       500     internal-error         ProblemInternal
 //	stored record corrupt or of a newer format   500     corrupt-record         ProblemCorruptRecord
 //	idempotency store unavailable                503     store-unavailable      ProblemStoreUnavailable (Retry-After)
+//
+// An event without an HTTP method is not an API Gateway proxy request of the
+// payload format version the function was wrapped for (a 2.0 event given to
+// WrapV1 has none, and the reverse): whether it needs a key cannot be told, so
+// it is refused, logged at error level, and the handler does not run.
 //
 // Retry-After defaults to one second (see WithRetryAfter). A key reused for a
 // different request gets 422 whether the first request has finished or is
@@ -109,7 +116,21 @@
 // a handler fails. Pass idempotent.WithOutcomeHook through
 // WithIdempotentOptions for metrics; a response not stored because of its
 // status is reported as idempotent.OutcomeHandlerError, as it releases the
-// record the same way.
+// record the same way. Requests the adapter refuses with 400 (a malformed
+// key, an invalid JSON body, an event without a method) are reported as
+// idempotent.OutcomeRejected, with idempotent.ErrInvalidKey or
+// idempotent.ErrInvalidPayload; a stored response of a status the adapter
+// never stores is idempotent.ErrCorruptRecord, also OutcomeRejected.
+//
+// # Options
+//
+// The core's options are given with WithIdempotentOptions. Where the adapter
+// has an option of its own for the same thing (WithLogger, WithOptionalKey),
+// the adapter's defaults come first, then WithIdempotentOptions, then the
+// adapter's explicit options, so apigateway.WithLogger wins over an
+// idempotent.WithLogger, whatever their order. The adapter derives the key,
+// scope and payload itself: idempotent.WithKey, WithScope,
+// WithPayloadValidation and WithReplayHook make WrapV1 and WrapV2 panic.
 //
 // # Timeouts
 //

@@ -22,26 +22,18 @@ import (
 const HeaderReplayed = "Idempotent-Replayed"
 
 // engine is the implementation WrapV1 and WrapV2 share, over the neutral
-// request and response types.
+// request and response types. It is a front door of idempotent.Engine: it
+// parses the key, names the caller and fingerprints the request itself, then
+// makes one core.Do call per request; the core calls back only into the
+// work (the handler) and into the decoding of a stored response.
 type engine struct {
-	opts    options
-	methods map[string]bool
-	drop    map[string]bool // lower-case names of headers never stored
-	core    func(context.Context, *call) (response, error)
+	opts     options
+	methods  map[string]bool
+	drop     map[string]bool // lower-case names of headers never stored
+	core     *idempotent.Engine
+	disabled bool // idempotent.DisableEnv was set when wrapping
 
 	sharedScopeWarning sync.Once // see callerScope
-}
-
-// call is one invocation, the input the core sees. The core calls inner only
-// when this invocation must run the handler, so ran tells a first run (or a
-// run without idempotency) from a replay.
-type call struct {
-	req request
-	run func(context.Context) (response, error) // the user's handler
-
-	ran      bool     // inner was called
-	original response // what the handler returned, sent back unchanged
-	err      error    // the handler's error, or its recovered panic
 }
 
 // notStoredError makes the core release the record of a response that must
@@ -91,6 +83,13 @@ func newEngine(store idempotent.Store, opts []Option) *engine {
 		e.drop["set-cookie"] = true
 	}
 
+	// The core's options, later ones winning: the adapter's defaults (it has
+	// none today), then WithIdempotentOptions, then the adapter's own
+	// explicit options, so apigateway.WithLogger wins over an
+	// idempotent.WithLogger given through WithIdempotentOptions. NewEngine
+	// panics on the options only a typed front door can use (idempotent.WithKey,
+	// WithScope, WithPayloadValidation, WithReplayHook): the adapter derives
+	// the key, the scope and the payload from the request itself.
 	core := slices.Clip(o.core)
 	if o.logger != nil {
 		core = append(core, idempotent.WithLogger(o.logger))
@@ -98,15 +97,11 @@ func newEngine(store idempotent.Store, opts []Option) *engine {
 	if o.optionalKey {
 		core = append(core, idempotent.WithOptionalKey())
 	}
-	core = append(core,
-		idempotent.WithKey(func(c *call) (string, error) { return parseKey(c.req.keyValues) }),
-		idempotent.WithScope(func(_ context.Context, c *call) (string, error) { return c.req.scope, nil }),
-		idempotent.WithPayloadValidation(func(c *call) (any, error) {
-			fp, err := fingerprint(&c.req)
-			return fp, err // a []byte, hashed as given
-		}),
-	)
-	e.core = idempotent.Wrap(store, e.inner, core...)
+	e.core = idempotent.NewEngine(store, core...)
+	// With IDEMKIT_DISABLED the core runs every call without idempotency
+	// (and says so in its log), so the adapter refuses no key or body the
+	// core would not look at.
+	e.disabled = e.core.Disabled()
 	return e
 }
 
@@ -119,50 +114,162 @@ func (e *engine) logger() *slog.Logger {
 
 // serve answers one request. It never panics and never fails: every outcome
 // is an HTTP response.
-func (e *engine) serve(ctx context.Context, req request, run func(context.Context) (response, error)) (out response) {
-	c := &call{req: req, run: run}
+func (e *engine) serve(ctx context.Context, req request, handler func(context.Context) (response, error)) (out response) {
+	x := &exchange{e: e, handler: handler}
 	defer func() {
-		// A safety net: handler panics are recovered in handle, so this only
+		// A safety net: handler panics are recovered in run, so this only
 		// catches a fault in the adapter or the store. A handler that
 		// succeeded still has its response delivered.
 		if v := recover(); v != nil {
 			e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: recovered panic",
 				slog.String("error", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 			out = internalError()
-			if c.ran && c.err == nil {
-				out = c.original
+			if x.ran && x.err == nil {
+				out = x.original
 			}
 		}
 	}()
 
-	if !e.methods[req.method] {
-		e.handle(ctx, c)
-		return e.ranResult(ctx, c)
+	if req.method == "" {
+		// Not an API Gateway proxy request (or not of this payload version):
+		// without a method the adapter cannot tell whether it needs a key.
+		e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
+			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
+		return e.refuse(ctx, idempotent.Call{}, errNoMethod)
 	}
-	if err := e.callerScope(ctx, &c.req); err != nil {
+	if !e.methods[req.method] {
+		x.run(ctx)
+		return e.ranResult(ctx, &req, x)
+	}
+	if err := e.callerScope(ctx, &req); err != nil {
 		e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: cannot name the caller; the handler did not run",
 			slog.String("method", req.method), slog.String("error", err.Error()))
 		return internalError()
 	}
-	stored, err := e.core(ctx, c)
-	if c.ran {
+
+	var call idempotent.Call
+	if !e.disabled {
+		key, err := parseKey(req.keyValues)
+		if err != nil {
+			return e.refuse(ctx, call, err)
+		}
+		// An empty key is the core's to answer: ErrMissingKey, or a run
+		// without idempotency under WithOptionalKey.
+		if key != "" {
+			call.Key, call.Scope = key, req.scope
+			fp, err := fingerprint(&req)
+			if err != nil {
+				return e.refuse(ctx, call, err)
+			}
+			call.Payload = fp // a []byte, hashed as given
+			call.Accept = x.accept
+			x.keyed = true
+		}
+	}
+	res, err := e.core.Do(ctx, call, x.work)
+	switch {
+	case res.Ran:
 		// A first run, or a run without idempotency: the client gets the
 		// handler's own response, whatever happened to the record.
-		return e.ranResult(ctx, c)
-	}
-	if err == nil && !storable(stored.StatusCode) {
-		// This adapter never stores such a status: the record is not ours
-		// (or is damaged), and replaying it would answer garbage.
-		err = fmt.Errorf("%w: stored status code %d", idempotent.ErrCorruptRecord, stored.StatusCode)
-	}
-	if err != nil {
+		return e.ranResult(ctx, &req, x)
+	case err != nil:
 		return e.failure(err)
+	case x.stored == nil:
+		// The core replays only what accept decoded; anything else is a
+		// fault in the core, answered as one rather than with an empty response.
+		e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: the core replayed a response that was not decoded")
+		return internalError()
 	}
+	stored := *x.stored
 	if stored.Headers == nil {
 		stored.Headers = make(map[string]string, 1)
 	}
 	stored.Headers[HeaderReplayed] = "true"
 	return stored
+}
+
+// refuse answers with a 400 problem a request the adapter refuses itself,
+// before any Do, and reports the refusal to the core, which tells the outcome
+// hook and the log (OutcomeRejected, with ErrInvalidKey or ErrInvalidPayload
+// wrapping why).
+func (e *engine) refuse(ctx context.Context, call idempotent.Call, why error) response {
+	sentinel := idempotent.ErrInvalidPayload
+	var out response
+	switch why := why.(type) {
+	case *keyError:
+		sentinel = idempotent.ErrInvalidKey
+		out = problemResponse(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", upperFirst(why.reason)+".", 0)
+	case *bodyError:
+		out = problemResponse(http.StatusBadRequest, ProblemInvalidJSON, "Invalid JSON request body", upperFirst(why.reason)+".", 0)
+	case *requestError:
+		out = problemResponse(http.StatusBadRequest, ProblemMalformedRequest, "Malformed request", upperFirst(why.reason)+".", 0)
+	default:
+		out = internalError()
+	}
+	_ = e.core.Reject(ctx, call, fmt.Errorf("%w: %w", sentinel, why))
+	return out
+}
+
+// exchange is one request on its way through the core: the work and accept
+// the core calls, and what they found. serve decides from the core's Result
+// alone whether the handler ran; ran is only for its safety net.
+type exchange struct {
+	e       *engine
+	handler func(context.Context) (response, error) // the user's handler
+	keyed   bool                                    // the call has a key: the core keeps a record of it
+
+	ran      bool      // run was called
+	original response  // what the handler returned, sent back unchanged
+	err      error     // the handler's error, or its recovered panic
+	stored   *response // the stored response accept decoded, on a replay
+}
+
+// work is what the core makes idempotent: it runs the handler and returns
+// the response to store, encoded, or an error that makes the core release
+// the record: the handler's error, its panic, or notStoredError.
+func (x *exchange) work(ctx context.Context) ([]byte, error) {
+	x.run(ctx)
+	switch {
+	case x.err != nil:
+		return nil, x.err
+	case !storable(x.original.StatusCode):
+		return nil, &notStoredError{x.original.StatusCode}
+	case !x.keyed:
+		return nil, nil // a run without idempotency: nothing is stored
+	}
+	raw, err := json.Marshal(x.e.storedForm(&x.original))
+	if err != nil {
+		// Cannot happen: the stored form is strings (valid UTF-8, see
+		// asSent), an int and a bool.
+		return nil, fmt.Errorf("apigateway: encode the response: %w", err)
+	}
+	return raw, nil
+}
+
+// accept decodes a stored response before the core replays it. A status
+// this adapter never stores means the record is not ours, or is damaged:
+// replaying it would answer garbage.
+func (x *exchange) accept(raw []byte) error {
+	var r response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	if !storable(r.StatusCode) {
+		return fmt.Errorf("stored status code %d", r.StatusCode)
+	}
+	x.stored = &r
+	return nil
+}
+
+// run runs the handler once, recording its response, error or panic.
+func (x *exchange) run(ctx context.Context) {
+	x.ran = true
+	defer func() {
+		if v := recover(); v != nil {
+			x.err = &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	x.original, x.err = x.handler(ctx)
 }
 
 // callerScope settles the scope of a request a Lambda authorizer authorized:
@@ -229,43 +336,18 @@ func scalarString(v any) (kind, s string, ok bool) {
 	return "", "", false
 }
 
-// inner is the function the core makes idempotent. It runs the handler and
-// returns the response to store, or an error that makes the core release the
-// record: the handler's error, its panic, or notStoredError.
-func (e *engine) inner(ctx context.Context, c *call) (response, error) {
-	e.handle(ctx, c)
-	if c.err != nil {
-		return response{}, c.err
-	}
-	if !storable(c.original.StatusCode) {
-		return response{}, &notStoredError{c.original.StatusCode}
-	}
-	return e.storedForm(&c.original), nil
-}
-
-// handle runs the handler once, recording its response, error or panic.
-func (e *engine) handle(ctx context.Context, c *call) {
-	c.ran = true
-	defer func() {
-		if v := recover(); v != nil {
-			c.err = &panicError{value: v, stack: debug.Stack()}
-		}
-	}()
-	c.original, c.err = c.run(ctx)
-}
-
-// ranResult is the answer to an invocation that ran the handler.
-func (e *engine) ranResult(ctx context.Context, c *call) response {
-	if c.err != nil {
-		attrs := []slog.Attr{slog.String("method", c.req.method), slog.String("error", c.err.Error())}
+// ranResult is the answer to a request that ran the handler.
+func (e *engine) ranResult(ctx context.Context, req *request, x *exchange) response {
+	if x.err != nil {
+		attrs := []slog.Attr{slog.String("method", req.method), slog.String("error", x.err.Error())}
 		var pe *panicError
-		if errors.As(c.err, &pe) {
+		if errors.As(x.err, &pe) {
 			attrs = append(attrs, slog.String("stack", string(pe.stack)))
 		}
 		e.logger().LogAttrs(ctx, slog.LevelError, "apigateway: handler failed", attrs...)
 		return internalError()
 	}
-	return c.original
+	return x.original
 }
 
 // storable reports whether a response with this status is stored and
@@ -326,8 +408,7 @@ func (e *engine) storedForm(r *response) response {
 // asSent is s as the client received it: the Lambda runtime sends the
 // response as JSON, which turns each byte that is not valid UTF-8 into
 // U+FFFD. The stored form holds the same, so a replay equals what the first
-// client got (and the core's codec, which refuses strings it cannot give
-// back, stores it).
+// client got, and its JSON decodes to exactly what was encoded.
 func asSent(s string) string {
 	if utf8.ValidString(s) {
 		return s
@@ -335,22 +416,16 @@ func asSent(s string) string {
 	return string([]rune(s)) // one U+FFFD per invalid byte, as encoding/json
 }
 
-// failure answers an invocation the core refused.
+// failure answers a request the core refused. Keys and bodies the adapter
+// refuses itself never get here (see refuse); an invalid key from the core
+// (one this adapter would not have parsed) gets a generic detail.
 func (e *engine) failure(err error) response {
-	var ke *keyError
-	var be *bodyError
 	switch {
 	case errors.Is(err, idempotent.ErrMissingKey):
 		return problemResponse(http.StatusBadRequest, ProblemMissingKey, "Idempotency-Key header missing",
 			"This operation requires an Idempotency-Key header; send a unique key, such as a UUID, and reuse it only to retry the same request.", 0)
 	case errors.Is(err, idempotent.ErrInvalidKey):
-		detail := "The Idempotency-Key header is not valid."
-		if errors.As(err, &ke) {
-			detail = upperFirst(ke.reason) + "."
-		}
-		return problemResponse(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", detail, 0)
-	case errors.Is(err, idempotent.ErrInvalidPayload) && errors.As(err, &be):
-		return problemResponse(http.StatusBadRequest, ProblemInvalidJSON, "Invalid JSON request body", upperFirst(be.reason)+".", 0)
+		return problemResponse(http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key header", "The Idempotency-Key header is not valid.", 0)
 	case errors.Is(err, idempotent.ErrPayloadMismatch):
 		return problemResponse(http.StatusUnprocessableEntity, ProblemPayloadMismatch, "Idempotency-Key already used",
 			"This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request.", 0)

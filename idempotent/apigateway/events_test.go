@@ -158,3 +158,77 @@ func TestEventsFromJSON(t *testing.T) {
 		assert.Equal(t, 2, runs)
 	})
 }
+
+// TestEventWithoutMethod: an event with no HTTP method is not an API Gateway
+// proxy request of the wrapper's payload version (a 2.0 event given to
+// WrapV1, say); whether it needs a key cannot be told, so it is refused as
+// malformed, never run without idempotency. The outcome hook sees the
+// refusal.
+func TestEventWithoutMethod(t *testing.T) {
+	t.Parallel()
+	const v1JSON = `{"httpMethod":"POST","path":"/orders","headers":{"Idempotency-Key":"k","Content-Type":"application/json"},
+		"requestContext":{"httpMethod":"POST","path":"/orders"},"body":"{}"}`
+	const v2JSON = `{"version":"2.0","rawPath":"/orders","headers":{"idempotency-key":"k","content-type":"application/json"},
+		"requestContext":{"http":{"method":"POST","path":"/orders"}},"body":"{}"}`
+	type answer struct {
+		status  int
+		headers map[string]string
+		body    string
+	}
+	requireMalformed := func(t *testing.T, out answer, runs int, seen []idempotent.Event) {
+		t.Helper()
+		assert.Equal(t, http.StatusBadRequest, out.status, out.body)
+		assert.Equal(t, apigateway.ContentTypeProblem, out.headers["Content-Type"])
+		assert.Empty(t, out.headers[apigateway.HeaderReplayed])
+		var p struct{ Type, Detail string }
+		require.NoError(t, json.Unmarshal([]byte(out.body), &p))
+		assert.Equal(t, apigateway.ProblemMalformedRequest, p.Type)
+		assert.Contains(t, p.Detail, "HTTP method")
+		assert.Zero(t, runs, "the handler did not run")
+		require.Len(t, seen, 1)
+		assert.Equal(t, idempotent.OutcomeRejected, seen[0].Outcome)
+		assert.ErrorIs(t, seen[0].Err, idempotent.ErrInvalidPayload)
+		assert.False(t, seen[0].HandlerRan)
+	}
+	hook := func(seen *[]idempotent.Event) apigateway.Option {
+		return apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { *seen = append(*seen, ev) }))
+	}
+	for _, tt := range []struct{ name, raw string }{
+		{"a payload 2.0 event", v2JSON},
+		{"no method at all", `{"path":"/orders","headers":{"Idempotency-Key":"k"},"body":"{}"}`},
+		{"empty event", `{}`},
+	} {
+		t.Run("v1/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			runs, seen := 0, []idempotent.Event(nil)
+			h := apigateway.WrapV1(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				runs++
+				return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
+			}, quiet, apigateway.WithOptionalKey(), hook(&seen))
+			var ev events.APIGatewayProxyRequest
+			require.NoError(t, json.Unmarshal([]byte(tt.raw), &ev))
+			out, err := h(context.Background(), ev)
+			require.NoError(t, err)
+			requireMalformed(t, answer{out.StatusCode, out.Headers, out.Body}, runs, seen)
+		})
+	}
+	for _, tt := range []struct{ name, raw string }{
+		{"a payload 1.0 event", v1JSON},
+		{"no method at all", `{"version":"2.0","rawPath":"/orders","headers":{"idempotency-key":"k"},"body":"{}"}`},
+		{"empty event", `{}`},
+	} {
+		t.Run("v2/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			runs, seen := 0, []idempotent.Event(nil)
+			h := apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
+			}, quiet, apigateway.WithOptionalKey(), hook(&seen))
+			var ev events.APIGatewayV2HTTPRequest
+			require.NoError(t, json.Unmarshal([]byte(tt.raw), &ev))
+			out, err := h(context.Background(), ev)
+			require.NoError(t, err)
+			requireMalformed(t, answer{out.StatusCode, out.Headers, out.Body}, runs, seen)
+		})
+	}
+}

@@ -21,6 +21,18 @@ type request struct {
 	lambdaAuth  map[string]any // a Lambda authorizer's context, when one authorized the request
 }
 
+// requestError says why an event was refused as malformed. Its reason is
+// safe to show the client.
+type requestError struct{ reason string }
+
+func (e *requestError) Error() string { return "apigateway: " + e.reason }
+
+// errNoMethod refuses an event without an HTTP method: not an API Gateway
+// proxy request of the payload version the handler was wrapped for (a
+// payload 2.0 event given to WrapV1 has none, and the reverse), so whether
+// it needs an Idempotency-Key cannot be told.
+var errNoMethod = &requestError{"the event carries no HTTP method: it is not an API Gateway proxy request of the payload format version this function expects"}
+
 // response is an API Gateway proxy response of either payload version, and
 // the form in which a response is stored (its JSON is the record's data, so
 // field names are a stored format: add fields, never rename them).

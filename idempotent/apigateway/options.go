@@ -77,8 +77,11 @@ func WithVolatileHeaders(names ...string) Option {
 func WithReplayCookies() Option { return func(o *options) { o.replayCookies = true } }
 
 // WithLogger sets the logger of the adapter and of the idempotent core
-// (default slog.Default()). The adapter logs handler errors and recovered
-// panics at error level; neither it nor the core logs raw keys or bodies.
+// (default slog.Default()). It wins over an idempotent.WithLogger given
+// through WithIdempotentOptions, whatever the order of the options; that one
+// reaches the core's lines only, the adapter's own going to slog.Default().
+// The adapter logs handler errors and recovered panics at error level;
+// neither it nor the core logs raw keys or bodies.
 func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger = logger } }
 
 // WithAuthorizerCaller names the field of a Lambda authorizer's context that
@@ -103,12 +106,19 @@ func WithAuthorizerCaller(field string) Option {
 
 // WithIdempotentOptions passes options on to the idempotent core, such as
 // idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,
-// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress. The adapter owns
-// the key, the caller scope and the payload validation: idempotent.WithKey,
-// idempotent.WithScope and idempotent.WithPayloadValidation given here are
-// overridden. The stored value is the adapter's own response type, so
-// idempotent.WithReplayHook cannot be used (Wrap panics), and a codec given
-// with idempotent.WithCodec must handle plain structs of exported fields.
+// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress.
+//
+// Where the adapter and the core have the same option, the adapter's
+// defaults come first, then these options, then the adapter's own explicit
+// options: apigateway.WithLogger wins over idempotent.WithLogger given here,
+// and apigateway.WithOptionalKey and idempotent.WithOptionalKey given here
+// both let requests without a key through.
+//
+// The adapter derives the key, the caller scope and the payload from each
+// request, and stores its own response type as JSON: options only a typed
+// front door can use (idempotent.WithKey, idempotent.WithScope,
+// idempotent.WithPayloadValidation and idempotent.WithReplayHook) make
+// WrapV1 and WrapV2 panic, and idempotent.WithCodec has no effect.
 func WithIdempotentOptions(opts ...idempotent.Option) Option {
 	return func(o *options) { o.core = append(o.core, opts...) }
 }

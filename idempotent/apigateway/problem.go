@@ -24,6 +24,11 @@ const (
 	// valid JSON or holds an object with a duplicate key (which would make
 	// the body's meaning depend on the parser).
 	ProblemInvalidJSON = "https://idemkit.dev/problems/invalid-json"
+	// ProblemMalformedRequest: 400, the event is not an API Gateway proxy
+	// request of the expected payload format version: it carries no HTTP
+	// method, so whether it needs an Idempotency-Key cannot be told. The
+	// handler did not run.
+	ProblemMalformedRequest = "https://idemkit.dev/problems/malformed-request"
 	// ProblemInProgress: 409 with Retry-After, a request with the same key is
 	// still being processed. Retry later to get its response.
 	ProblemInProgress = "https://idemkit.dev/problems/in-progress"
