@@ -350,7 +350,7 @@ func (e *Engine) leaseBudget(ctx context.Context) (time.Duration, bool) {
 
 // reserve is the part of the budget kept back to complete or release.
 func reserve(budget time.Duration) time.Duration {
-	return min(DefaultReserve, budget/4)
+	return min(maxReserve, budget/4)
 }
 
 // newRecord builds the INPROGRESS record of a claim. The stored lease ends a

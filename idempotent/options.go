@@ -18,11 +18,6 @@ const (
 	// DefaultClockSkew is added to the stored lease end to tolerate clocks that
 	// disagree between invocations.
 	DefaultClockSkew = 2 * time.Second
-	// DefaultReserve is the time kept back from the handler to complete or
-	// release the record before the lease ends.
-	DefaultReserve = time.Second
-	// DefaultCompressAbove is the response size above which data is compressed.
-	DefaultCompressAbove = 4 << 10
 	// DefaultPrefix is the key prefix outside Lambda when no prefix is given.
 	DefaultPrefix = "idemkit"
 )
@@ -36,6 +31,15 @@ const DisableEnv = "IDEMKIT_DISABLED"
 // prefix, '#' and 64 hex digits) then fits every store's key limit, including
 // DynamoDB's 1,024-byte sort key in the composite layout.
 const MaxPrefixBytes = 512
+
+const (
+	// maxReserve is the most time kept back from the handler to complete
+	// or release the record before the lease ends (a quarter of a shorter
+	// budget).
+	maxReserve = time.Second
+	// compressAbove is the response size above which data is compressed.
+	compressAbove = 4 << 10
+)
 
 // maxDuration bounds every duration option (about 100 years), so no sum of
 // them can overflow: a lease end or an expiry never lands before now.
@@ -93,7 +97,7 @@ func defaultConfig() config {
 		expiry:        DefaultExpiry,
 		maxLease:      DefaultMaxLease,
 		clockSkew:     DefaultClockSkew,
-		compressAbove: DefaultCompressAbove,
+		compressAbove: compressAbove,
 		codec:         JSONCodec,
 		now:           time.Now,
 		sleep:         sleepCtx,

@@ -110,7 +110,7 @@ func TestOversizedResponses(t *testing.T) {
 			item := e.record(t, ev.RecordID)
 			assert.Equal(t, string(idempotent.StatusCompleted), str(item, "status"), "never left INPROGRESS")
 			data := bin(item, "data")
-			assert.LessOrEqual(t, len(data), dynamostore.DefaultMaxItemBytes)
+			assert.LessOrEqual(t, len(data), idempotent.DefaultMaxItemBytes)
 			tag, raw := storedData(t, data)
 			assert.Equal(t, string(tt.tag), string(tag), "stored data: %d bytes", len(data))
 

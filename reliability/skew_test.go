@@ -37,7 +37,7 @@ func TestClockSkew(t *testing.T) {
 	store := dynamostore.New(e.client, e.tables.Idempotency)
 	const (
 		budget  = 10 * time.Second
-		reserve = time.Second // idempotent.DefaultReserve, as the budget is above 4 s
+		reserve = time.Second // the core's reserve, min(1 s, budget/4), as the budget is above 4 s
 		margin  = idempotent.DefaultClockSkew
 	)
 	handlerEnd := budget - reserve

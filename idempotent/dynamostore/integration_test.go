@@ -182,9 +182,9 @@ func TestLocalItemSizeLimit(t *testing.T) {
 				size  int
 				fits  bool
 			}{
-				{"exactly 400 KB fits", checked, dynamostore.DefaultMaxItemBytes, true},
-				{"one byte more is refused by the store", checked, dynamostore.DefaultMaxItemBytes + 1, false},
-				{"one byte more is refused by DynamoDB", unchecked, dynamostore.DefaultMaxItemBytes + 1, false},
+				{"exactly 400 KB fits", checked, idempotent.DefaultMaxItemBytes, true},
+				{"one byte more is refused by the store", checked, idempotent.DefaultMaxItemBytes + 1, false},
+				{"one byte more is refused by DynamoDB", unchecked, idempotent.DefaultMaxItemBytes + 1, false},
 			} {
 				rec := liveRecord(now)
 				_, err := tt.store.Claim(t.Context(), rec, now)

@@ -6,9 +6,6 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 )
 
-// DefaultMaxItemBytes is DynamoDB's item size limit, 400 KB.
-const DefaultMaxItemBytes = idempotent.DefaultMaxItemBytes
-
 // Options configures a Store. New sets the defaults documented on each field
 // and then applies its option functions, as the AWS SDK's constructors do.
 // An attribute name left empty keeps its default.
@@ -59,7 +56,7 @@ type Options struct {
 	// MaxItemBytes is the largest item Complete writes, measured with
 	// DynamoDB's item size rules (attribute names plus values); a larger one
 	// yields an error wrapping idempotent.ErrTooLarge without a call to
-	// DynamoDB. Zero or less means DefaultMaxItemBytes. A larger value only
+	// DynamoDB. Zero or less means idempotent.DefaultMaxItemBytes. A larger value only
 	// moves the refusal to DynamoDB, whose ValidationException for an
 	// oversized item is reported as idempotent.ErrTooLarge as well.
 	MaxItemBytes int
@@ -77,7 +74,7 @@ func defaultOptions() Options {
 		ValidationAttr:           "validation",
 		DataAttr:                 "data",
 		VersionAttr:              "version",
-		MaxItemBytes:             DefaultMaxItemBytes,
+		MaxItemBytes:             idempotent.DefaultMaxItemBytes,
 	}
 }
 
@@ -111,7 +108,7 @@ func (o *Options) normalize() {
 		}
 	}
 	if o.MaxItemBytes <= 0 {
-		o.MaxItemBytes = DefaultMaxItemBytes
+		o.MaxItemBytes = idempotent.DefaultMaxItemBytes
 	}
 }
 

@@ -119,7 +119,7 @@ func TestNewOptions(t *testing.T) {
 	).Options()
 	assert.Equal(t, "st", got.StatusAttr)
 	assert.Equal(t, "data", got.DataAttr)
-	assert.Equal(t, dynamostore.DefaultMaxItemBytes, got.MaxItemBytes)
+	assert.Equal(t, idempotent.DefaultMaxItemBytes, got.MaxItemBytes)
 	assert.Equal(t, "pk", got.KeyAttr)
 	assert.Equal(t, "sk", got.SortKeyAttr)
 	assert.Equal(t, "idempotency#orders", got.StaticPartitionKey)

@@ -5,11 +5,6 @@ import "github.com/idemkit/idemkit/idempotent"
 // DefaultKeyPrefix is the default Options.KeyPrefix.
 const DefaultKeyPrefix = "idemkit:"
 
-// DefaultMaxItemBytes is the default Options.MaxItemBytes: 400 KB, DynamoDB's
-// item size limit, which the memory store enforces too, so a handler meets the
-// same limit whichever store it runs on.
-const DefaultMaxItemBytes = idempotent.DefaultMaxItemBytes
-
 // Options configures a Store. New sets the defaults documented on each field
 // and then applies its option functions, as the AWS SDK's constructors do.
 type Options struct {
@@ -23,7 +18,7 @@ type Options struct {
 	// length of the key plus the lengths of every field name and value of the
 	// completed hash; a larger one yields an error wrapping
 	// idempotent.ErrTooLarge, and nothing is written. Zero or less means
-	// DefaultMaxItemBytes.
+	// idempotent.DefaultMaxItemBytes.
 	MaxItemBytes int
 }
 
@@ -31,13 +26,13 @@ type Options struct {
 func defaultOptions() Options {
 	return Options{
 		KeyPrefix:    DefaultKeyPrefix,
-		MaxItemBytes: DefaultMaxItemBytes,
+		MaxItemBytes: idempotent.DefaultMaxItemBytes,
 	}
 }
 
 // normalize puts back the defaults of out-of-range values.
 func (o *Options) normalize() {
 	if o.MaxItemBytes <= 0 {
-		o.MaxItemBytes = DefaultMaxItemBytes
+		o.MaxItemBytes = idempotent.DefaultMaxItemBytes
 	}
 }

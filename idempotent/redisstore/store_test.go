@@ -269,7 +269,7 @@ func TestTooLargeDefault(t *testing.T) {
 
 	// The largest data that fits the default limit is stored; one byte more is refused.
 	probe := completedRecord(rec, nil, now)
-	room := redisstore.DefaultMaxItemBytes - redisstore.CompletedSize(key, &probe) - len("data")
+	room := idempotent.DefaultMaxItemBytes - redisstore.CompletedSize(key, &probe) - len("data")
 	fits := completedRecord(rec, bytes.Repeat([]byte{'x'}, room), now)
 	require.NoError(t, store.Complete(ctx, fits))
 	over := completedRecord(rec, bytes.Repeat([]byte{'y'}, room+1), now)

@@ -94,7 +94,7 @@ func TestNew(t *testing.T) {
 		o.KeyPrefix = "svc:"
 		o.MaxItemBytes = -1
 	}).Options()
-	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: redisstore.DefaultMaxItemBytes}, got)
+	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: idempotent.DefaultMaxItemBytes}, got)
 }
 
 func TestDecodeHash(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 )
 
-// Concurrency is the number of goroutines racing for one key in the
+// concurrency is the number of goroutines racing for one key in the
 // concurrent-claim case.
-const Concurrency = 16
+const concurrency = 16
 
 type testCase struct {
 	name string
@@ -403,7 +403,7 @@ func cases() []testCase {
 				errs    []error
 			)
 			start := make(chan struct{})
-			for range Concurrency {
+			for range concurrency {
 				rec := rival(base, base.LeaseExpiresAt)
 				wg.Add(1)
 				go func() {

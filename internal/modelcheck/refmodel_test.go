@@ -134,13 +134,13 @@ func (o options) claimTimes(now int64, deadline, realFrom, realTo time.Time) (le
 
 // handlerTime is the least real time the wrapper lets the handler of a claim
 // run: the lease budget less the reserve kept to complete or release,
-// min(idempotent.DefaultReserve, budget/4).
+// min(1 s, budget/4).
 func (o options) handlerTime(deadline, realTo time.Time) time.Duration {
 	budget := o.maxLeaseNs(true)
 	if !deadline.IsZero() {
 		budget = min(budget, int64(deadline.Sub(realTo)))
 	}
-	return time.Duration(budget - min(int64(idempotent.DefaultReserve), budget/4))
+	return time.Duration(budget - min(int64(time.Second), budget/4))
 }
 
 // completedExpiry is the expiry span (s) of a record completed at now.
