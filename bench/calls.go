@@ -230,6 +230,21 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 		}
 		return ""
 	}
+	// inProgress holds key's first invocation (through h) in its handler
+	// and measures a duplicate through dup.
+	inProgress := func(dup func(context.Context, paymentEvent) (paymentResult, error), key string) (inv, string) {
+		started, release := bh.blockKey(key)
+		done := make(chan inv)
+		go func() { done <- invoke(h, key) }()
+		<-started
+		i := invoke(dup, key)
+		close(release)
+		first := <-done
+		if p := expect(first, "executed", false, false); p != "" {
+			return i, "the first invocation: " + p
+		}
+		return i, expect(i, "in_progress", false, false)
+	}
 	scenarios := []scenario{
 		{"new key", "executed", 2, func(key string) (inv, string) {
 			i := invoke(h, key)
@@ -246,30 +261,10 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			return i, expect(i, "replayed", false, true)
 		}},
 		{"in-progress duplicate (another process)", "in_progress", 1, func(key string) (inv, string) {
-			started, release := bh.blockKey(key)
-			done := make(chan inv)
-			go func() { done <- invoke(h, key) }()
-			<-started
-			i := invoke(other, key)
-			close(release)
-			first := <-done
-			if p := expect(first, "executed", false, false); p != "" {
-				return i, "the first invocation: " + p
-			}
-			return i, expect(i, "in_progress", false, false)
+			return inProgress(other, key)
 		}},
 		{"in-progress duplicate (same process)", "in_progress", 0, func(key string) (inv, string) {
-			started, release := bh.blockKey(key)
-			done := make(chan inv)
-			go func() { done <- invoke(h, key) }()
-			<-started
-			i := invoke(h, key)
-			close(release)
-			first := <-done
-			if p := expect(first, "executed", false, false); p != "" {
-				return i, "the first invocation: " + p
-			}
-			return i, expect(i, "in_progress", false, false)
+			return inProgress(h, key)
 		}},
 		{"16 concurrent duplicates of a new key, one process, WithWaitInProgress (all 16)", "executed", 2, func(key string) (inv, string) {
 			return concurrent(ctx, waiting, bh, tmpl, key, outcomes, "replayed")

@@ -68,6 +68,27 @@ func TestWrapCallCounts(t *testing.T) {
 		return counter.take()
 	}
 
+	// inProgress returns the calls of a duplicate through dup (nil: through
+	// the first invocation's own wrapper) while the first one runs.
+	inProgress := func(t *testing.T, dup func(context.Context, request) (response, error)) []string {
+		var h func(context.Context, request) (response, error)
+		var calls []string
+		h = wrap(func(ctx context.Context, r request) (response, error) {
+			d := dup
+			if d == nil {
+				d = h
+			}
+			counter.take()
+			_, err := d(context.WithoutCancel(ctx), r) // a duplicate arrives meanwhile
+			calls = counter.take()
+			require.ErrorIs(t, err, idempotent.ErrInProgress)
+			return response{}, nil
+		}, &event{})
+		_, err := h(t.Context(), newKey())
+		require.NoError(t, err)
+		return calls
+	}
+
 	tests := []struct {
 		name string
 		// run performs the scenario and returns the calls of the invocation
@@ -100,36 +121,14 @@ func TestWrapCallCounts(t *testing.T) {
 		{
 			name: "duplicate while in progress",
 			run: func(t *testing.T) []string {
-				var calls []string
-				other := wrap(ok, &event{}) // another process
-				h := wrap(func(ctx context.Context, r request) (response, error) {
-					counter.take()
-					_, err := other(context.WithoutCancel(ctx), r) // a duplicate arrives meanwhile
-					calls = counter.take()
-					require.ErrorIs(t, err, idempotent.ErrInProgress)
-					return response{}, nil
-				}, &event{})
-				_, err := h(t.Context(), newKey())
-				require.NoError(t, err)
-				return calls
+				return inProgress(t, wrap(ok, &event{})) // from another process
 			},
 			want: []string{"PutItem"},
 		},
 		{
 			name: "duplicate while in progress, same process",
 			run: func(t *testing.T) []string {
-				var h func(context.Context, request) (response, error)
-				var calls []string
-				h = wrap(func(ctx context.Context, r request) (response, error) {
-					counter.take()
-					_, err := h(context.WithoutCancel(ctx), r) // answered by the flight in the air
-					calls = counter.take()
-					require.ErrorIs(t, err, idempotent.ErrInProgress)
-					return response{}, nil
-				}, &event{})
-				_, err := h(t.Context(), newKey())
-				require.NoError(t, err)
-				return calls
+				return inProgress(t, nil) // answered by the flight in the air
 			},
 			want: []string{},
 		},
