@@ -22,6 +22,8 @@
 //     docs/provisioning.md against the CDK stack). ```text blocks are
 //     output and are not checked. Relative links must point to existing
 //     files and headings.
+//   - quickstart_test.go: the README's quick start and docs/getting-started.md
+//     show one identical main.go, and getting-started names every Outcome.
 //   - gomod_test.go: the go line of go.mod, and the pins that keep it there,
 //     are the ones CONTRIBUTING.md documents.
 package doccheck
