@@ -28,15 +28,16 @@ demo: deps-demo
 .PHONY: test
 test: deps-test vet lint lint-ci test-go test-min-go test-infra
 
-# Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local; writes
-# BENCHMARKS.md. Needs Go, Java 17+ and Node.js/npm (the pinned Powertools comparison in bench/powertools).
-# Fails if a calls-per-invocation target is missed. About 4 minutes on 2 cores (about 5 with cold caches).
+# Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local and a
+# redis-server on loopback (the Redis store's floor); writes BENCHMARKS.md. Needs Go, Java 17+, Node.js/npm (the
+# pinned Powertools comparison in bench/powertools) and redis-server. Fails if a calls-per-invocation target
+# (DynamoDB or Redis) is missed. About 4 minutes on 2 cores (about 5 with cold caches).
 .PHONY: bench
 bench: deps-bench
 	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \
 	  (cd bench/powertools && npm ci --no-audit --no-fund --loglevel=error)
 	go build -o build/bench/idembench ./bench
-	scripts/with-dynamodb.sh build/bench/idembench -out BENCHMARKS.md -cmd 'make bench'
+	$(WITH_SERVICES) build/bench/idembench -out BENCHMARKS.md -cmd 'make bench'
 
 # Every go test -fuzz target for FUZZTIME each (default 30s); `make test` runs their seed corpora. Then the
 # model-based test of the protocol (internal/modelcheck) on every store: 5,000 runs of about 50 steps per store

@@ -27,6 +27,12 @@ type env struct {
 // driver runs one child (the Go driver or the Powertools script) on a table
 // of its own and returns its phases.
 func (e *env) driver(ctx context.Context, impl string, args ...string) ([]phaseResult, error) {
+	return e.driverThen(ctx, impl, nil, args...)
+}
+
+// driverThen is driver, and then, before the table is deleted, calls after
+// with it (when after is not nil).
+func (e *env) driverThen(ctx context.Context, impl string, after func(ctx context.Context, table string) error, args ...string) ([]phaseResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a run takes seconds; never hang make bench
 	defer cancel()
 	table, err := createTable(ctx, e.client, impl)
@@ -69,6 +75,11 @@ func (e *env) driver(ctx context.Context, impl string, args ...string) ([]phaseR
 			return nil, fmt.Errorf("%s driver: %d unexpected errors in phase %s, the first: %s", impl, r.Errors, r.Phase, r.FirstError)
 		}
 		out = append(out, r)
+	}
+	if after != nil {
+		if err := after(ctx, table); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

@@ -75,8 +75,9 @@ func countCalls(total *calls) func(*middleware.Stack) error {
 // newClient returns a client of the local DynamoDB (AWS_ENDPOINT_URL_DYNAMODB;
 // localddb refuses anything else) that counts its calls in total, keeps up to
 // conns idle keep-alive connections, and does not validate response CRC32s
-// (DynamoDB Local's error responses have none).
-func newClient(ctx context.Context, conns int, total *calls) (*dynamodb.Client, error) {
+// (DynamoDB Local's error responses have none). extra are more middlewares
+// for its stack.
+func newClient(ctx context.Context, conns int, total *calls, extra ...func(*middleware.Stack) error) (*dynamodb.Client, error) {
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = conns
 		t.MaxIdleConnsPerHost = conns
@@ -85,7 +86,7 @@ func newClient(ctx context.Context, conns int, total *calls) (*dynamodb.Client, 
 	return localddb.Client(ctx, func(o *dynamodb.Options) {
 		o.HTTPClient = hc
 		o.DisableValidateResponseChecksum = true
-		o.APIOptions = append(o.APIOptions, countCalls(total))
+		o.APIOptions = append(append(o.APIOptions, countCalls(total)), extra...)
 	})
 }
 

@@ -1,9 +1,11 @@
 // Command idembench is idemkit's benchmark harness: `make bench` builds it
-// and runs it under scripts/with-dynamodb.sh, and it writes BENCHMARKS.md.
+// and runs it under scripts/with-dynamodb.sh and scripts/with-redis.sh, and
+// it writes BENCHMARKS.md.
 // It is not part of the library: nothing imports it, and it needs nothing
 // the root module does not already require.
 //
-// It measures, against the DynamoDB Local the script starts:
+// It measures, against the DynamoDB Local and the redis-server the scripts
+// start:
 //
 //  1. DynamoDB calls per invocation, counted by an SDK middleware, for a new
 //     key, a replay, a replay from the local cache, an in-progress
@@ -20,13 +22,23 @@
 //  5. Cold start of the sample functions against hello/, under a minimal
 //     Lambda Runtime API of its own (runtimeapi.go), and their arm64 sizes.
 //  6. Throughput and cost per invocation at 1 to 64 concurrent invocations.
+//  7. The Redis store's distance from its floor (2's method over Redis): the
+//     wrapper over redisstore, the store's calls alone, two hand-written Lua
+//     scripts and the handler alone, interleaved; commands per invocation
+//     (a go-redis hook; a missed target makes the command fail) and the
+//     latency the check adds.
+//  8. What idempotency costs in DynamoDB capacity: both drivers of 3 once
+//     more with ReturnConsumedCapacity=TOTAL set by a middleware on their
+//     clients, for a small and a ~1 KB response, the failed conditional
+//     writes of replays derived from the units DynamoDB Local reports, and
+//     the result in dollars at on-demand prices (capacity.go).
 //
 // Usage:
 //
-//	scripts/with-dynamodb.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
-//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed]   (a child process of 3 and 6)
+//	scripts/with-dynamodb.sh scripts/with-redis.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
+//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-capacity] [-pad N]   (a child process of 3, 6 and 8)
 //
-// Each section runs on tables of its own, created and deleted by the run.
-// Sections 3 and 6 run their drivers as child processes, so each process's
-// CPU time is its own.
+// Each section runs on tables (and Redis keys) of its own, created and
+// deleted by the run. Sections 3, 6 and 8 run their drivers as child
+// processes, so each process's CPU time is its own.
 package main

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 )
@@ -37,8 +39,10 @@ type phaseResult struct {
 	CPUSys      float64        `json:"cpu_sys_s"`
 	ServerCPU   float64        `json:"server_cpu_s"` // DynamoDB Local's CPU time in the phase, -1 if unknown
 	Outcomes    map[string]int `json:"outcomes"`
-	Errors      int            `json:"errors"` // unexpected errors
-	FirstError  string         `json:"first_error,omitempty"`
+	// Capacity is the consumed capacity by operation (-capacity only).
+	Capacity   map[string]*opCapacity `json:"capacity,omitempty"`
+	Errors     int                    `json:"errors"` // unexpected errors
+	FirstError string                 `json:"first_error,omitempty"`
 }
 
 func (r phaseResult) throughput() float64    { return float64(r.N) / r.Seconds }
@@ -67,6 +71,8 @@ func driveMain(args []string) error {
 	eventFile := fs.String("event", "bench/testdata/payment-event.json", "event template")
 	serverPID := fs.Int("server-pid", 0, "DynamoDB Local's pid, to report its CPU time (0: unknown)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
+	capacity := fs.Bool("capacity", false, "ask for ReturnConsumedCapacity=TOTAL on every call and report it per phase")
+	pad := fs.Int("pad", 0, "add a receipt field of this many characters to every response")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,13 +90,18 @@ func driveMain(args []string) error {
 
 	ctx := context.Background()
 	total := &calls{}
-	client, err := newClient(ctx, max(*conc, 16)*2, total)
+	var extra []func(*middleware.Stack) error
+	capLog := newCapacityLog()
+	if *capacity {
+		extra = append(extra, returnConsumedCapacity(capLog))
+	}
+	client, err := newClient(ctx, max(*conc, 16)*2, total, extra...)
 	if err != nil {
 		return err
 	}
 	var mu sync.Mutex
 	outcomes := map[string]int{}
-	h := idempotent.Wrap(dynamostore.New(client, *table), chargeHandler,
+	h := idempotent.Wrap(dynamostore.New(client, *table), paddedCharge(*pad),
 		idempotent.WithKey(eventKey),
 		idempotent.WithPrefix("bench"),
 		idempotent.WithExpiry(time.Hour),
@@ -146,6 +157,7 @@ func driveMain(args []string) error {
 		mu.Lock()
 		clear(outcomes)
 		mu.Unlock()
+		capLog.take()
 		ops0, att0 := total.ops.Load(), total.attempts.Load()
 		srv0 := serverCPU(*serverPID)
 		ru0 := rusage()
@@ -174,6 +186,9 @@ func driveMain(args []string) error {
 		mu.Lock()
 		res.Outcomes = maps.Clone(outcomes)
 		mu.Unlock()
+		if *capacity {
+			res.Capacity = capLog.take()
+		}
 		if err := enc.Encode(res); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // paymentEvent is testdata/payment-event.json, the ~1 KB event both the Go
@@ -41,12 +42,27 @@ type paymentResult struct {
 	Status    string `json:"status"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
+	Receipt   string `json:"receipt,omitempty"` // §8's larger response only
 }
 
 // chargeHandler is the handler under the wrapper in every in-process and
 // driver benchmark: no side effect, a small response, as in the Node script.
 func chargeHandler(_ context.Context, e paymentEvent) (paymentResult, error) {
 	return paymentResult{PaymentID: "pay_" + e.IdempotencyKey, Status: "captured", Amount: e.Amount, Currency: e.Currency}, nil
+}
+
+// paddedCharge is chargeHandler with a receipt of pad characters in every
+// response (none when pad is 0), as bench.mjs --pad: §8's larger response.
+func paddedCharge(pad int) func(context.Context, paymentEvent) (paymentResult, error) {
+	if pad <= 0 {
+		return chargeHandler
+	}
+	receipt := strings.Repeat("x", pad)
+	return func(ctx context.Context, e paymentEvent) (paymentResult, error) {
+		r, err := chargeHandler(ctx, e)
+		r.Receipt = receipt
+		return r, err
+	}
 }
 
 func eventKey(e paymentEvent) (string, error) { return e.IdempotencyKey, nil }

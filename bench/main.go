@@ -40,6 +40,8 @@ type config struct {
 	CallsReps                               int
 	FloorN, FloorWarmup                     int
 	CompareN, CompareC, CompareRounds, Warm int
+	RedisFloorN, RedisFloorWarmup           int
+	CapacityN, CapacityC, CapacityWarmup    int
 	ScaleN, ScaleN1                         int
 	ScaleDups                               float64
 	ColdReps                                int
@@ -48,7 +50,7 @@ type config struct {
 	Only                                    string
 }
 
-// runs reports whether section (1 to 6) is to run.
+// runs reports whether section (1 to 8) is to run.
 func (c *config) runs(section int) bool {
 	if c.Only == "" {
 		return true
@@ -70,6 +72,11 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
 	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
 	fs.IntVar(&c.Warm, "warmup", 500, "unmeasured warm-up invocations per driver process")
+	fs.IntVar(&c.RedisFloorN, "redis-floor-n", 2000, "invocations of each path and case (Redis floor)")
+	fs.IntVar(&c.RedisFloorWarmup, "redis-floor-warmup", 200, "unmeasured warm-up invocations of each path (Redis floor)")
+	fs.IntVar(&c.CapacityN, "capacity-n", 300, "new keys, then their replays, per driver run (consumed capacity)")
+	fs.IntVar(&c.CapacityC, "capacity-c", 4, "invocations in flight (consumed capacity)")
+	fs.IntVar(&c.CapacityWarmup, "capacity-warmup", 50, "unmeasured warm-up invocations per driver run (consumed capacity)")
 	fs.IntVar(&c.ScaleN, "scale-n", 10000, "invocations per scale run (distinct keys)")
 	fs.IntVar(&c.ScaleN1, "scale-n1", 4000, "invocations of the scale runs at concurrency 1")
 	fs.Float64Var(&c.ScaleDups, "scale-dups", 0.10, "fraction of duplicates in the second scale series")
@@ -118,6 +125,8 @@ func benchMain(args []string) error {
 	}
 	e := &env{root: root, self: self, serverPID: listenerPID(localddb.Endpoint()), client: client}
 	r := &report{cfg: c, argv: os.Args, started: began.UTC(), machine: describeMachine(root, e.serverPID)}
+	rs := redisFromEnv()
+	r.redisPID, r.redisURL = rs.pid, rs.url != ""
 	tmpl, err := loadPaymentEvent(filepath.Join(root, "bench"))
 	if err != nil {
 		return err
@@ -130,9 +139,9 @@ func benchMain(args []string) error {
 	defer deleteTable(client, table)
 
 	section := func(name string, f func()) {
-		a := snapshot(e.serverPID)
+		a := snapshot(e.serverPID, rs.pid)
 		f()
-		r.loads = append(r.loads, loadBetween(name, a, snapshot(e.serverPID), runtime.NumCPU()))
+		r.loads = append(r.loads, loadBetween(name, a, snapshot(e.serverPID, rs.pid), runtime.NumCPU()))
 	}
 	r.loadStart = firstLine(readFile("/proc/loadavg"))
 
@@ -169,6 +178,31 @@ func benchMain(args []string) error {
 			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorN, c.FloorWarmup); err != nil {
 				r.floorErr = err.Error()
 				progress("2 floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(7) {
+		section("7. Redis floor", func() {
+			progress("7 redis floor")(fmt.Sprintf("%d invocations of each path (wrapped, redisstore alone, bare, handler alone) per case", c.RedisFloorN))
+			rc, err := newRedisClient(ctx, &calls{})
+			if err == nil {
+				defer rc.Close()
+				r.redis = describeRedis(ctx, rc)
+				r.redisFloor, err = runRedisFloor(ctx, rc, tmpl, c.RedisFloorN, c.RedisFloorWarmup)
+			}
+			if err != nil {
+				r.redisFloorErr = err.Error()
+				progress("7 redis floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(8) {
+		section("8. consumed capacity", func() {
+			if r.capacity, err = runCapacity(ctx, e, tmpl, c.CapacityN, c.CapacityC, c.CapacityWarmup, progress("8 capacity")); err != nil {
+				r.capacityErr = err.Error()
+				progress("8 capacity")("FAILED: " + err.Error())
 			}
 		})
 	}
@@ -222,6 +256,11 @@ func benchMain(args []string) error {
 	for _, cr := range r.calls {
 		if !cr.ok() {
 			failed = append(failed, cr.Scenario)
+		}
+	}
+	for _, f := range r.redisFloor {
+		if !f.callsOK() {
+			failed = append(failed, "Redis "+f.Case)
 		}
 	}
 	if len(failed) > 0 {

@@ -137,15 +137,16 @@ func jarVersion(jar string) string {
 }
 
 // cpuSnapshot is the CPU time used so far by the machine, by this process
-// and its waited-for children, and by DynamoDB Local, so a section's report
-// can say how much of the machine other processes took while it ran.
+// and its waited-for children, by DynamoDB Local and by redis-server, so a
+// section's report can say how much of the machine other processes took
+// while it ran.
 type cpuSnapshot struct {
-	at                    time.Time
-	machine, ours, server float64 // seconds of CPU
+	at                           time.Time
+	machine, ours, server, redis float64 // seconds of CPU
 }
 
-func snapshot(serverPID int) cpuSnapshot {
-	s := cpuSnapshot{at: time.Now(), server: max(serverCPU(serverPID), 0)}
+func snapshot(serverPID, redisPID int) cpuSnapshot {
+	s := cpuSnapshot{at: time.Now(), server: max(serverCPU(serverPID), 0), redis: max(serverCPU(redisPID), 0)}
 	// cpu  user nice system idle iowait irq softirq steal ...
 	if f := strings.Fields(firstLine(readFile("/proc/stat"))); len(f) > 8 && f[0] == "cpu" {
 		for i, v := range f[1:9] {
@@ -167,14 +168,14 @@ func snapshot(serverPID int) cpuSnapshot {
 
 // sectionLoad is what the machine did while one section ran.
 type sectionLoad struct {
-	Name                        string
-	Wall                        time.Duration
-	Ours, Server, Others, Cores float64 // CPU seconds; Others = machine - ours - server
+	Name                               string
+	Wall                               time.Duration
+	Ours, Server, Redis, Others, Cores float64 // CPU seconds; Others = machine - ours - server - redis
 }
 
 func loadBetween(name string, a, b cpuSnapshot, cores int) sectionLoad {
-	l := sectionLoad{Name: name, Wall: b.at.Sub(a.at), Ours: b.ours - a.ours, Server: b.server - a.server}
-	l.Others = max(b.machine-a.machine-l.Ours-l.Server, 0)
+	l := sectionLoad{Name: name, Wall: b.at.Sub(a.at), Ours: b.ours - a.ours, Server: b.server - a.server, Redis: b.redis - a.redis}
+	l.Others = max(b.machine-a.machine-l.Ours-l.Server-l.Redis, 0)
 	l.Cores = float64(cores)
 	return l
 }

@@ -11,7 +11,7 @@
 #   redis     redis-server (scripts/with-redis.sh). Nothing if REDIS_URL is set, for the same reason.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
-#   demo = stress = dynamodb;  bench = docs = dynamodb node;  test = make dynamodb redis node (everything).
+#   demo = stress = dynamodb;  docs = dynamodb node;  bench = dynamodb redis node;  test = make dynamodb redis node.
 #
 # Runs apt-get update only when the package lists are missing, or when an install fails on stale lists.
 # Non-interactive; installs as root, or with sudo. When it cannot install (not root and no sudo, no apt-get, the
@@ -24,7 +24,8 @@ for arg in "${@:-test}"; do
   case $arg in
     dynamodb | redis | node | make) needs+=("$arg") ;;
     demo | stress) needs+=(dynamodb) ;;
-    bench | docs) needs+=(dynamodb node) ;;
+    docs) needs+=(dynamodb node) ;;
+    bench) needs+=(dynamodb redis node) ;;
     test) needs+=(make dynamodb redis node) ;;
     *)
       echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|node|make]... (unknown: $arg)" >&2

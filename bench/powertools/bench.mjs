@@ -2,7 +2,11 @@
 // layout, expiry, concurrency and phases as the Go driver (`idembench drive`), printing the same JSON lines.
 //
 //   node bench/powertools/bench.mjs --table T --n 4000 --c 16 --warmup 500 --phases new,replay \
-//     --event bench/testdata/payment-event.json --server-pid PID
+//     --event bench/testdata/payment-event.json --server-pid PID [--capacity] [--pad N]
+//
+// --capacity asks for ReturnConsumedCapacity=TOTAL on every DynamoDB call (a middleware on the client, as the Go
+// driver's on its SDK stack; the pinned package is unchanged) and prints the reported units per operation.
+// --pad N adds a receipt of N characters to every response, as the Go driver's -pad.
 //
 // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB (credentials test/test), as for the Go side.
 import { readFileSync } from 'node:fs';
@@ -21,6 +25,8 @@ const { values: opt } = parseArgs({
     phases: { type: 'string', default: 'new,replay' },
     event: { type: 'string', default: 'bench/testdata/payment-event.json' },
     'server-pid': { type: 'string', default: '0' },
+    capacity: { type: 'boolean', default: false },
+    pad: { type: 'string', default: '0' },
   },
 });
 const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
@@ -47,6 +53,31 @@ client.middlewareStack.add((next) => async (args) => { counts.ops++; return next
 client.middlewareStack.add((next) => async (args) => { counts.attempts++; return next(args); },
   { step: 'finalizeRequest', priority: 'low', name: 'idembenchCountAttempts' });
 
+// With --capacity: ReturnConsumedCapacity=TOTAL on a copy of every command's input, and the units each response
+// reports, per operation. A failed conditional write reports none (its error has no ConsumedCapacity): counted.
+let capacity = {};
+if (opt.capacity) {
+  client.middlewareStack.add((next, context) => async (args) => {
+    const op = (context.commandName || 'unknown').replace(/Command$/, '');
+    const c = (capacity[op] ??= { calls: 0, reported: 0, conditional_failed: 0, units: 0, min: 0, max: 0 });
+    c.calls++;
+    try {
+      const out = await next({ ...args, input: { ...args.input, ReturnConsumedCapacity: 'TOTAL' } });
+      const u = out.output?.ConsumedCapacity?.CapacityUnits;
+      if (typeof u === 'number') {
+        if (c.reported === 0 || u < c.min) c.min = u;
+        if (c.reported === 0 || u > c.max) c.max = u;
+        c.reported++;
+        c.units += u;
+      }
+      return out;
+    } catch (err) {
+      if (err?.name === 'ConditionalCheckFailedException') c.conditional_failed++;
+      throw err;
+    }
+  }, { step: 'initialize', name: 'idembenchConsumedCapacity' });
+}
+
 const persistenceStore = new DynamoDBPersistenceLayer({
   tableName: opt.table,
   awsSdkV3Client: client,
@@ -59,13 +90,18 @@ const persistenceStore = new DynamoDBPersistenceLayer({
 });
 const config = new IdempotencyConfig({ eventKeyJmesPath: 'idempotencyKey', expiresAfterSeconds: 3600 });
 
-// The handler: no side effect, a small response, as chargeHandler in bench/event.go.
+// The handler: no side effect, a small response, as chargeHandler in bench/event.go (paddedCharge with --pad).
 let handlerRuns = 0;
+const receipt = 'x'.repeat(Number(opt.pad));
 const charge = async (event) => {
   handlerRuns++;
-  return { paymentId: `pay_${event.idempotencyKey}`, status: 'captured', amount: event.amount, currency: event.currency };
+  const r = { paymentId: `pay_${event.idempotencyKey}`, status: 'captured', amount: event.amount, currency: event.currency };
+  if (receipt) r.receipt = receipt;
+  return r;
 };
-const handler = makeIdempotent(charge, { persistenceStore, config });
+// keyPrefix 'bench': the record keys start as idemkit's do (WithPrefix("bench")), and as they would under a function
+// named bench (Powertools' default prefix is AWS_LAMBDA_FUNCTION_NAME, unset here).
+const handler = makeIdempotent(charge, { persistenceStore, config, keyPrefix: 'bench' });
 
 // A Lambda context with a 30 s deadline, as the Go driver gives each invocation.
 const lambdaContext = (deadline) => ({
@@ -135,6 +171,7 @@ for (const phase of opt.phases.split(',')) {
   for (const k of Object.keys(outcomes)) delete outcomes[k];
   errors = 0;
   firstError = undefined;
+  capacity = {};
   const runs0 = handlerRuns;
   const ops0 = counts.ops;
   const att0 = counts.attempts;
@@ -158,5 +195,6 @@ for (const phase of opt.phases.split(',')) {
     cpu_user_s: cpu.user / 1e6, cpu_sys_s: cpu.system / 1e6,
     server_cpu_s: srv0 >= 0 && srv1 >= 0 ? srv1 - srv0 : -1,
     outcomes: named, errors, first_error: firstError,
+    ...(opt.capacity ? { capacity } : {}),
   }));
 }
