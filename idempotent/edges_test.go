@@ -278,3 +278,39 @@ func TestNestedResponseEncodingIsAHandlerError(t *testing.T) {
 	assert.EqualValues(t, 2, outerRuns.Load(), "the outer record was released")
 	assert.EqualValues(t, 1, innerRuns.Load(), "the inner handler ran once")
 }
+
+// TestEngineNotStored: work that ran but cannot store its response completes
+// the record without it (a duplicate gets ErrResponseNotStored, never a second
+// run); another engine's NotStored error is an ordinary failure (released).
+func TestEngineNotStored(t *testing.T) {
+	t.Parallel()
+	store := idempotent.NewMemoryStore()
+	var got outcomes
+	e := idempotent.NewEngine(store, idempotent.WithOutcomeHook(got.hook))
+	other := idempotent.NewEngine(store)
+	runs := 0
+	streamed := errors.New("streamed to the client")
+	res, err := e.Do(context.Background(), idempotent.Call{Key: "k"}, func(context.Context) ([]byte, error) {
+		runs++
+		return nil, e.NotStored(streamed)
+	})
+	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
+	require.ErrorIs(t, err, streamed)
+	assert.True(t, res.Ran)
+	assert.Equal(t, idempotent.OutcomeNotStored, got.last().Outcome)
+	_, err = e.Do(context.Background(), idempotent.Call{Key: "k"}, func(context.Context) ([]byte, error) {
+		runs++
+		return nil, nil
+	})
+	require.ErrorIs(t, err, idempotent.ErrResponseNotStored)
+	assert.Equal(t, 1, runs)
+
+	_, err = e.Do(context.Background(), idempotent.Call{Key: "k2"}, func(context.Context) ([]byte, error) {
+		return nil, other.NotStored(streamed)
+	})
+	require.ErrorIs(t, err, streamed)
+	assert.Equal(t, idempotent.OutcomeHandlerError, got.last().Outcome, "another engine's word is a failure here")
+	res, err = e.Do(context.Background(), idempotent.Call{Key: "k2"}, func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+	require.NoError(t, err)
+	assert.True(t, res.Ran, "the failure released the record")
+}

@@ -150,8 +150,8 @@ func (e *Engine) logger() *slog.Logger {
 //
 // work gets a context that ends before the lease does, and carries the
 // Invocation (FromContext, DownstreamKey). Its error releases the record, so
-// a retry runs again, and is returned by Do unchanged with Result.Ran set. A
-// panic in work releases the record and is re-raised.
+// a retry runs again, and is returned by Do unchanged with Result.Ran set
+// (but see NotStored). A panic in work releases the record and is re-raised.
 func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
 	return e.do(ctx, &call, funcs{work: work, acceptFn: call.Accept})
 }
@@ -207,6 +207,18 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
 		}
 	}
 	return e.coalesce(ctx, j)
+}
+
+// NotStored returns the error a work function returns when it ran (its side
+// effects happened) but its response cannot be stored: too large, already
+// streamed to the client, not encodable. Do then completes the record
+// without a response instead of releasing it, so a duplicate gets
+// ErrResponseNotStored and never runs the work again; the outcome is
+// OutcomeNotStored, and Do returns the error (it wraps ErrResponseEncoding
+// and reason). The error is bound to e: returned through another Engine's
+// work, it is an ordinary failure there.
+func (e *Engine) NotStored(reason error) error {
+	return &encodingError{engine: e, err: fmt.Errorf("%w: %w", ErrResponseEncoding, reason)}
 }
 
 // Disabled reports whether DisableEnv was set when the Engine was made: Do

@@ -139,7 +139,7 @@ func (inv *invocation[In, Out]) run(ctx context.Context) ([]byte, error) {
 		err = w.replayable(inv.out, raw) // a response a replay would not give back equal
 	}
 	if err != nil {
-		return nil, &encodingError{engine: w.e, err: fmt.Errorf("%w: %w", ErrResponseEncoding, err)}
+		return nil, w.e.NotStored(err)
 	}
 	return raw, nil
 }

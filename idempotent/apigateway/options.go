@@ -6,31 +6,25 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 // DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
 // (store unavailable) answers unless WithRetryAfter says otherwise.
-const DefaultRetryAfter = time.Second
+const DefaultRetryAfter = httprules.DefaultRetryAfter
 
 // An Option configures WrapV1 and WrapV2.
 type Option func(*options)
 
+// options are the settings every HTTP front door shares (httprules.Config)
+// and the adapter's own.
 type options struct {
-	methods       []string
-	optionalKey   bool
-	retryAfter    time.Duration
-	volatile      []string
-	replayCookies bool
-	callerField   string
-	logger        *slog.Logger
-	core          []idempotent.Option
+	httprules.Config
+	callerField string
 }
 
 func defaultOptions() options {
-	return options{
-		methods:    []string{"POST", "PATCH"},
-		retryAfter: DefaultRetryAfter,
-	}
+	return options{Config: httprules.DefaultConfig()}
 }
 
 // WithMethods sets the HTTP methods that require an Idempotency-Key,
@@ -38,24 +32,19 @@ func defaultOptions() options {
 // straight to the handler. Method names are matched case-insensitively.
 // Giving no methods panics when wrapping.
 func WithMethods(methods ...string) Option {
-	return func(o *options) {
-		o.methods = make([]string, len(methods))
-		for i, m := range methods {
-			o.methods[i] = strings.ToUpper(m)
-		}
-	}
+	return func(o *options) { o.SetMethods(methods) }
 }
 
 // WithOptionalKey lets requests without an Idempotency-Key header through to
 // the handler, without idempotency, instead of answering 400. A header that is
 // present but malformed (empty included) is still answered with 400.
-func WithOptionalKey() Option { return func(o *options) { o.optionalKey = true } }
+func WithOptionalKey() Option { return func(o *options) { o.OptionalKey = true } }
 
 // WithRetryAfter sets the Retry-After of 409 (in progress) and 503 (store
 // unavailable) answers, default DefaultRetryAfter. It is sent in whole
 // seconds, rounded up; values below one second are raised to one second.
 func WithRetryAfter(d time.Duration) Option {
-	return func(o *options) { o.retryAfter = max(d, time.Second) }
+	return func(o *options) { o.RetryAfter = max(d, time.Second) }
 }
 
 // WithVolatileHeaders names response headers that are neither stored nor
@@ -65,7 +54,7 @@ func WithRetryAfter(d time.Duration) Option {
 func WithVolatileHeaders(names ...string) Option {
 	return func(o *options) {
 		for _, n := range names {
-			o.volatile = append(o.volatile, strings.ToLower(n))
+			o.Volatile = append(o.Volatile, strings.ToLower(n))
 		}
 	}
 }
@@ -74,7 +63,7 @@ func WithVolatileHeaders(names ...string) Option {
 // Cookies of a payload v2 response) and replays them. By default cookies are
 // neither stored nor replayed: they often carry session secrets, which should
 // not sit in the store nor be handed to whoever presents the same key again.
-func WithReplayCookies() Option { return func(o *options) { o.replayCookies = true } }
+func WithReplayCookies() Option { return func(o *options) { o.ReplayCookies = true } }
 
 // WithLogger sets the logger of the adapter and of the idempotent core
 // (default slog.Default()). It wins over an idempotent.WithLogger given
@@ -82,7 +71,7 @@ func WithReplayCookies() Option { return func(o *options) { o.replayCookies = tr
 // reaches the core's lines only, the adapter's own going to slog.Default().
 // The adapter logs handler errors and recovered panics at error level;
 // neither it nor the core logs raw keys or bodies.
-func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger = logger } }
+func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.Logger = logger } }
 
 // WithAuthorizerCaller names the field of a Lambda authorizer's context that
 // identifies the caller (a user or tenant id, say), for authorizers whose
@@ -120,5 +109,5 @@ func WithAuthorizerCaller(field string) Option {
 // idempotent.WithPayloadValidation and idempotent.WithReplayHook) make
 // WrapV1 and WrapV2 panic, and idempotent.WithCodec has no effect.
 func WithIdempotentOptions(opts ...idempotent.Option) Option {
-	return func(o *options) { o.core = append(o.core, opts...) }
+	return func(o *options) { o.Core = append(o.Core, opts...) }
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 func TestRequestV1(t *testing.T) {
@@ -99,7 +101,7 @@ func TestFingerprintBodies(t *testing.T) {
 	assert.NotEqual(t, bad, plain)
 
 	_, err = fp(request{contentType: "application/json", body: strings.Repeat("[", 600) + strings.Repeat("]", 600)})
-	var be *bodyError
+	var be *httprules.BodyError
 	require.ErrorAs(t, err, &be)
-	assert.Contains(t, be.reason, "nested too deeply")
+	assert.Contains(t, be.Reason, "nested too deeply")
 }

@@ -86,27 +86,6 @@ func TestPrincipalUnambiguous(t *testing.T) {
 	}
 }
 
-func TestIsJSON(t *testing.T) {
-	t.Parallel()
-	for ct, want := range map[string]bool{
-		"application/json":                  true,
-		"Application/JSON; charset=UTF-8":   true,
-		"application/problem+json":          true,
-		"application/merge-patch+json":      true,
-		"application/vnd.api+json; v=1":     true,
-		"application/json;;bad":             true,
-		"":                                  false,
-		"text/plain":                        false,
-		"text/json":                         false,
-		"application/jsonl":                 false,
-		"application/x-www-form-urlencoded": false,
-		"multipart/form-data; boundary=x":   false,
-		"text/x+json":                       false,
-	} {
-		assert.Equal(t, want, isJSON(ct), ct)
-	}
-}
-
 func TestFingerprintParts(t *testing.T) {
 	t.Parallel()
 	base := request{method: "POST", path: "/a", query: "b=c", body: "d"}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 // WrapV1 makes a REST API (Lambda proxy integration, payload format 1.0)
@@ -46,13 +47,13 @@ func requestV1(ev *events.APIGatewayProxyRequest) request {
 	var query string
 	switch {
 	case len(ev.MultiValueQueryStringParameters) > 0:
-		query = canonicalQuery(url.Values(ev.MultiValueQueryStringParameters))
+		query = httprules.CanonicalQuery(url.Values(ev.MultiValueQueryStringParameters))
 	case len(ev.QueryStringParameters) > 0:
 		values := make(url.Values, len(ev.QueryStringParameters))
 		for k, v := range ev.QueryStringParameters {
 			values[k] = []string{v}
 		}
-		query = canonicalQuery(values)
+		query = httprules.CanonicalQuery(values)
 	}
 	path := ev.Path
 	if path == "" {
@@ -66,8 +67,8 @@ func requestV1(ev *events.APIGatewayProxyRequest) request {
 		method:      strings.ToUpper(method),
 		path:        path,
 		query:       query,
-		keyValues:   headerValues(ev.Headers, ev.MultiValueHeaders, HeaderIdempotencyKey),
-		contentType: firstValue(headerValues(ev.Headers, ev.MultiValueHeaders, "Content-Type")),
+		keyValues:   httprules.HeaderValues(ev.Headers, ev.MultiValueHeaders, HeaderIdempotencyKey),
+		contentType: firstValue(httprules.HeaderValues(ev.Headers, ev.MultiValueHeaders, "Content-Type")),
 		body:        ev.Body,
 		base64:      ev.IsBase64Encoded,
 		scope:       scopeV1(&ev.RequestContext),

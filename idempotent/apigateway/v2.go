@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 // WrapV2 makes an HTTP API (payload format 2.0) handler idempotent by its
@@ -51,20 +52,20 @@ func requestV2(ev *events.APIGatewayV2HTTPRequest) request {
 	}
 	var query string
 	if ev.RawQueryString != "" {
-		query = canonicalRawQuery(ev.RawQueryString)
+		query = httprules.CanonicalRawQuery(ev.RawQueryString)
 	} else if len(ev.QueryStringParameters) > 0 {
 		values := make(url.Values, len(ev.QueryStringParameters))
 		for k, v := range ev.QueryStringParameters {
 			values[k] = []string{v}
 		}
-		query = canonicalQuery(values)
+		query = httprules.CanonicalQuery(values)
 	}
 	return request{
 		method:      strings.ToUpper(ev.RequestContext.HTTP.Method),
 		path:        path,
 		query:       query,
-		keyValues:   headerValues(ev.Headers, nil, HeaderIdempotencyKey),
-		contentType: firstValue(headerValues(ev.Headers, nil, "Content-Type")),
+		keyValues:   httprules.HeaderValues(ev.Headers, nil, HeaderIdempotencyKey),
+		contentType: firstValue(httprules.HeaderValues(ev.Headers, nil, "Content-Type")),
 		body:        ev.Body,
 		base64:      ev.IsBase64Encoded,
 		scope:       scopeV2(&ev.RequestContext),

@@ -1,30 +1,37 @@
-package apigateway
+package httprules
 
 import "strings"
 
 // HeaderIdempotencyKey is the request header that carries the idempotency key.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
+// HeaderReplayed marks a replayed response: "Idempotent-Replayed: true".
+const HeaderReplayed = "Idempotent-Replayed"
+
 // MaxKeyLength is the longest idempotency key accepted, in bytes, after an
 // RFC 8941 quoted string is unquoted.
 const MaxKeyLength = 255
 
-// keyError says why an Idempotency-Key header was refused. Its reason is safe
+// KeyError says why an Idempotency-Key header was refused. Its reason is safe
 // to show the client: it never quotes the key.
-type keyError struct{ reason string }
+type KeyError struct {
+	Reason string // why, in a sentence without a capital or a period
+}
 
-func (e *keyError) Error() string { return "apigateway: " + e.reason }
+// Error returns the reason; the front doors wrap it with idempotent.ErrInvalidKey.
+func (e *KeyError) Error() string { return e.Reason }
 
+// The reasons ParseKey refuses a key.
 var (
-	errKeyEmpty    = &keyError{"the Idempotency-Key header is empty"}
-	errKeyTooLong  = &keyError{"the Idempotency-Key is longer than 255 characters"}
-	errKeyChars    = &keyError{"the Idempotency-Key must consist of printable ASCII characters (visible ones unless quoted)"}
-	errKeyComma    = &keyError{"the Idempotency-Key holds a comma: send a single key, quoted if it contains a comma"}
-	errKeyQuoting  = &keyError{`the Idempotency-Key is not a valid quoted string (RFC 8941: "...", with only \" and \\ escaped)`}
-	errKeyMultiple = &keyError{"the request holds more than one Idempotency-Key header"}
+	ErrKeyEmpty    = &KeyError{"the Idempotency-Key header is empty"}
+	ErrKeyTooLong  = &KeyError{"the Idempotency-Key is longer than 255 characters"}
+	ErrKeyChars    = &KeyError{"the Idempotency-Key must consist of printable ASCII characters (visible ones unless quoted)"}
+	ErrKeyComma    = &KeyError{"the Idempotency-Key holds a comma: send a single key, quoted if it contains a comma"}
+	ErrKeyQuoting  = &KeyError{`the Idempotency-Key is not a valid quoted string (RFC 8941: "...", with only \" and \\ escaped)`}
+	ErrKeyMultiple = &KeyError{"the request holds more than one Idempotency-Key header"}
 )
 
-// parseKey returns the idempotency key carried by the values of the
+// ParseKey returns the idempotency key carried by the values of the
 // Idempotency-Key header; "" and no error when the header is absent.
 //
 // Two forms are accepted. The draft's form, an RFC 8941 sf-string ("abc",
@@ -33,17 +40,17 @@ var (
 // comma: payload v2 joins repeated headers with commas, so a bare comma
 // cannot be told from two keys. Both forms of the same key are the same key.
 // Surrounding spaces and tabs are ignored.
-func parseKey(values []string) (string, error) {
+func ParseKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
 		return "", nil
 	case 1:
 	default:
-		return "", errKeyMultiple
+		return "", ErrKeyMultiple
 	}
 	v := strings.Trim(values[0], " \t")
 	if v == "" {
-		return "", errKeyEmpty
+		return "", ErrKeyEmpty
 	}
 	var key string
 	if v[0] == '"' {
@@ -56,18 +63,18 @@ func parseKey(values []string) (string, error) {
 		for i := 0; i < len(v); i++ {
 			switch c := v[i]; {
 			case c == ',':
-				return "", errKeyComma
+				return "", ErrKeyComma
 			case c <= ' ' || c > '~':
-				return "", errKeyChars
+				return "", ErrKeyChars
 			}
 		}
 		key = v
 	}
 	switch {
 	case key == "":
-		return "", errKeyEmpty
+		return "", ErrKeyEmpty
 	case len(key) > MaxKeyLength:
-		return "", errKeyTooLong
+		return "", ErrKeyTooLong
 	}
 	return key, nil
 }
@@ -82,22 +89,22 @@ func unquote(v string) (string, error) {
 		case c == '\\':
 			i++
 			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
-				return "", errKeyQuoting
+				return "", ErrKeyQuoting
 			}
 			b.WriteByte(v[i])
 		case c == '"':
 			if i != len(v)-1 {
-				return "", errKeyQuoting
+				return "", ErrKeyQuoting
 			}
 			return b.String(), nil
 		case c < ' ' || c > '~':
-			return "", errKeyChars
+			return "", ErrKeyChars
 		default:
 			b.WriteByte(c)
 		}
 		if b.Len() > MaxKeyLength {
-			return "", errKeyTooLong
+			return "", ErrKeyTooLong
 		}
 	}
-	return "", errKeyQuoting // no closing quote
+	return "", ErrKeyQuoting // no closing quote
 }

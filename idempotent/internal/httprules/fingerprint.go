@@ -1,0 +1,120 @@
+package httprules
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"mime"
+	"net/url"
+	"strings"
+
+	"github.com/idemkit/idemkit/internal/canonjson"
+)
+
+// BodyError says why a body that claims to be JSON was refused. Its reason is
+// safe to show the client: it never quotes the body.
+type BodyError struct {
+	Reason string // why, in a sentence without a capital or a period
+}
+
+// Error returns the reason; the front doors wrap it with
+// idempotent.ErrInvalidPayload.
+func (e *BodyError) Error() string { return e.Reason }
+
+// RequestError says why a request was refused as malformed (an event without
+// a method, a body that cannot be read). Its reason is safe to show the
+// client.
+type RequestError struct {
+	Reason string // why, in a sentence without a capital or a period
+}
+
+// Error returns the reason.
+func (e *RequestError) Error() string { return e.Reason }
+
+// Request is the part of an HTTP request a duplicate must repeat.
+type Request struct {
+	Method      string // upper case
+	Path        string // as called (escaped)
+	Query       string // canonical: see CanonicalQuery
+	ContentType string // the Content-Type header: JSON bodies are compared canonically
+	Body        []byte // as received
+	// Base64 says Body is base64 text to decode first (an API Gateway event
+	// with isBase64Encoded).
+	Base64 bool
+}
+
+// Fingerprint is the request material a duplicate must repeat to be
+// replayed: method, path, canonical query and body, each length-prefixed so
+// no two requests share an encoding. A base64 body is decoded first; a body
+// whose Content-Type is JSON is canonicalized (key order and white space do
+// not count; numbers are kept as written, so values beyond 2^53 stay
+// distinct); any other body counts byte for byte. The core hashes the result.
+//
+// The encoding is part of the stored records (their validation hash): it
+// must never change for a given request, or retries in flight during an
+// upgrade would get 422.
+func Fingerprint(r *Request) ([]byte, error) {
+	kind, body := "raw", r.Body
+	if r.Base64 {
+		if dec, err := base64.StdEncoding.AppendDecode(nil, r.Body); err == nil {
+			kind, body = "bytes", dec
+		} else {
+			// API Gateway does not send this; counting the text as given keeps
+			// the fingerprint exact, and the handler decides what to answer.
+			kind = "bad-base64"
+		}
+	}
+	if len(body) > 0 && IsJSON(r.ContentType) {
+		canon, err := canonjson.Canonicalize(body)
+		switch {
+		case errors.Is(err, canonjson.ErrDuplicateKey):
+			return nil, &BodyError{"the JSON request body holds an object with a duplicate key"}
+		case errors.Is(err, canonjson.ErrTooDeep):
+			return nil, &BodyError{"the JSON request body is nested too deeply"}
+		case err != nil:
+			return nil, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
+		}
+		kind, body = "json", canon
+	}
+	const tag = "idemkit/apigateway/fingerprint/v1" // a stored format: see above
+	fp := make([]byte, 0, len(tag)+len(r.Method)+len(r.Path)+len(r.Query)+len(kind)+len(body)+5*binary.MaxVarintLen64)
+	fp = append(fp, tag...)
+	for _, part := range [...]string{r.Method, r.Path, r.Query, kind} {
+		fp = binary.AppendUvarint(fp, uint64(len(part)))
+		fp = append(fp, part...)
+	}
+	fp = binary.AppendUvarint(fp, uint64(len(body)))
+	return append(fp, body...), nil
+}
+
+// IsJSON reports whether a Content-Type names JSON: application/json or any
+// structured +json type (application/problem+json, application/vnd.api+json,
+// application/merge-patch+json, ...), whatever its parameters.
+func IsJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(contentType, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// CanonicalQuery sorts query parameters by name, keeping the order of a
+// name's values (it may carry meaning, as in a list), and escapes them
+// uniformly: "b=2&a=1" and "a=1&b=2" are the same query.
+func CanonicalQuery(values url.Values) string {
+	return values.Encode()
+}
+
+// CanonicalRawQuery is CanonicalQuery of a raw query string; one that does
+// not parse counts as given.
+func CanonicalRawQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return "\x00raw\x00" + raw
+	}
+	return CanonicalQuery(values)
+}

@@ -1,0 +1,160 @@
+package httprules
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// ContentTypeProblem is the media type of the error answers (RFC 9457
+// problem details).
+const ContentTypeProblem = "application/problem+json"
+
+// Problem types: the "type" member of the problem details. They are stable;
+// the front doors export them under the same names, with their meaning.
+const (
+	ProblemMissingKey        = "https://idemkit.dev/problems/missing-key"
+	ProblemInvalidKey        = "https://idemkit.dev/problems/invalid-key"
+	ProblemInvalidJSON       = "https://idemkit.dev/problems/invalid-json"
+	ProblemMalformedRequest  = "https://idemkit.dev/problems/malformed-request"
+	ProblemRequestTooLarge   = "https://idemkit.dev/problems/request-too-large"
+	ProblemInProgress        = "https://idemkit.dev/problems/in-progress"
+	ProblemPayloadMismatch   = "https://idemkit.dev/problems/payload-mismatch"
+	ProblemResponseNotStored = "https://idemkit.dev/problems/response-not-stored"
+	ProblemStoreUnavailable  = "https://idemkit.dev/problems/store-unavailable"
+	ProblemCorruptRecord     = "https://idemkit.dev/problems/corrupt-record"
+	ProblemInternal          = "https://idemkit.dev/problems/internal-error"
+)
+
+// Problem is an answer of the idempotency layer itself, rendered as an RFC
+// 9457 problem details object.
+type Problem struct {
+	Status int    // the HTTP status
+	Type   string // one of the Problem constants
+	Title  string // short, the same for every occurrence of the type
+	Detail string // this occurrence, safe to show the client
+	// RetryAfter > 0 adds a Retry-After header in whole seconds, rounded up.
+	RetryAfter time.Duration
+}
+
+// problemBody is the JSON of a problem; its field order is what clients see.
+type problemBody struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Body is the problem's JSON.
+func (p *Problem) Body() []byte {
+	body, _ := json.Marshal(problemBody{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail}) // strings and an int always marshal
+	return body
+}
+
+// Headers are the problem's response headers: Content-Type, Cache-Control:
+// no-store and, when set, Retry-After.
+func (p *Problem) Headers() map[string]string {
+	h := map[string]string{
+		"Content-Type":  ContentTypeProblem,
+		"Cache-Control": "no-store",
+	}
+	if p.RetryAfter > 0 {
+		h["Retry-After"] = strconv.FormatInt(int64(math.Ceil(p.RetryAfter.Seconds())), 10)
+	}
+	return h
+}
+
+// Response renders the problem as a response.
+func (p *Problem) Response() Response {
+	return Response{StatusCode: p.Status, Headers: p.Headers(), Body: string(p.Body())}
+}
+
+// Internal is the answer to a handler that failed or panicked, and to any
+// fault of the idempotency layer: no internal details reach the client.
+func Internal() Problem {
+	return Problem{Status: http.StatusInternalServerError, Type: ProblemInternal, Title: "Internal server error",
+		Detail: "The request could not be processed. It may be retried with the same Idempotency-Key."}
+}
+
+// Refusal is the answer to a request a front door refuses itself, before the
+// core sees it, with the core error that reports it (idempotent.Engine.Reject):
+// a KeyError, BodyError or RequestError says why.
+func Refusal(why error) (Problem, error) {
+	sentinel := idempotent.ErrInvalidPayload
+	var p Problem
+	switch w := why.(type) {
+	case *KeyError:
+		sentinel = idempotent.ErrInvalidKey
+		p = Problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: upperFirst(w.Reason) + "."}
+	case *BodyError:
+		p = Problem{Status: http.StatusBadRequest, Type: ProblemInvalidJSON, Title: "Invalid JSON request body", Detail: upperFirst(w.Reason) + "."}
+	case *RequestError:
+		p = Problem{Status: http.StatusBadRequest, Type: ProblemMalformedRequest, Title: "Malformed request", Detail: upperFirst(w.Reason) + "."}
+	case *TooLargeError:
+		p = Problem{Status: http.StatusRequestEntityTooLarge, Type: ProblemRequestTooLarge, Title: "Request body too large",
+			Detail: fmt.Sprintf("The request body is larger than %d bytes; the request was not processed.", w.Limit)}
+	default:
+		p = Internal()
+	}
+	return p, fmt.Errorf("%w: %w", sentinel, why)
+}
+
+// TooLargeError refuses a request body larger than a front door buffers.
+type TooLargeError struct {
+	Limit int64 // bytes
+}
+
+// Error names the limit.
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the request body is larger than %d bytes", e.Limit)
+}
+
+// NotStored is the answer to a duplicate of a request whose response was not
+// kept (too large, streamed, or not serializable).
+func NotStored() Problem {
+	return Problem{Status: http.StatusConflict, Type: ProblemResponseNotStored, Title: "Response not available",
+		Detail: "A request with this Idempotency-Key was already processed, but its response was not kept and cannot be returned again. Do not retry it with this key."}
+}
+
+// Failure is the answer to a request the core refused (the error of
+// idempotent.Engine.Do when the work did not run); retryAfter goes with the
+// 409 in-progress and 503 answers. Keys and bodies a front door refuses
+// itself never get here (see Refusal); an invalid key from the core (one the
+// front door would not have parsed) gets a generic detail.
+func Failure(err error, retryAfter time.Duration) Problem {
+	switch {
+	case errors.Is(err, idempotent.ErrMissingKey):
+		return Problem{Status: http.StatusBadRequest, Type: ProblemMissingKey, Title: "Idempotency-Key header missing",
+			Detail: "This operation requires an Idempotency-Key header; send a unique key, such as a UUID, and reuse it only to retry the same request."}
+	case errors.Is(err, idempotent.ErrInvalidKey):
+		return Problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: "The Idempotency-Key header is not valid."}
+	case errors.Is(err, idempotent.ErrPayloadMismatch):
+		return Problem{Status: http.StatusUnprocessableEntity, Type: ProblemPayloadMismatch, Title: "Idempotency-Key already used",
+			Detail: "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request."}
+	case errors.Is(err, idempotent.ErrInProgress):
+		return Problem{Status: http.StatusConflict, Type: ProblemInProgress, Title: "A request with this Idempotency-Key is in progress",
+			Detail: "A request with the same Idempotency-Key is still being processed. Retry after the Retry-After delay to get its response.", RetryAfter: retryAfter}
+	case errors.Is(err, idempotent.ErrResponseNotStored):
+		return NotStored()
+	case errors.Is(err, idempotent.ErrCorruptRecord):
+		return Problem{Status: http.StatusInternalServerError, Type: ProblemCorruptRecord, Title: "Idempotency record unreadable",
+			Detail: "The stored record for this Idempotency-Key cannot be read."}
+	case errors.Is(err, idempotent.ErrStore):
+		return Problem{Status: http.StatusServiceUnavailable, Type: ProblemStoreUnavailable, Title: "Service temporarily unavailable",
+			Detail: "The request was not processed. Retry after the Retry-After delay with the same Idempotency-Key.", RetryAfter: retryAfter}
+	}
+	return Internal()
+}
+
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

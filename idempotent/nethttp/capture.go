@@ -1,0 +1,184 @@
+package nethttp
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Why a response passed through to the client before the record was
+// completed, and so was not stored (the record is completed without it:
+// Engine.NotStored).
+const (
+	passFlushed  = "flushed"
+	passTooLarge = "too-large"
+)
+
+// capture is the http.ResponseWriter the handler of a keyed request writes
+// to. It buffers the response (status, header snapshot, body up to a limit)
+// so that the client gets it only once the record is settled: a client never
+// receives a response that its retry would not get back. A Flush, or a body
+// past the limit, makes it pass the response through instead (see pass).
+//
+// It offers http.Flusher (and FlushError, SetReadDeadline and
+// SetWriteDeadline for http.ResponseController) but not http.Hijacker: a
+// hijacked connection's bytes could be neither stored nor replayed.
+type capture struct {
+	w      http.ResponseWriter // the real writer
+	header http.Header         // what the handler sees as w.Header()
+	limit  int64
+
+	status int         // 0 until the handler writes a final status
+	sent   http.Header // header as of the final status, as net/http snapshots it
+	body   bytes.Buffer
+	passed string // why the response passed through; "" while buffering
+}
+
+func newCapture(w http.ResponseWriter, limit int64) *capture {
+	// The handler sees the headers outer middleware set, as it would without
+	// this one.
+	return &capture{w: w, header: w.Header().Clone(), limit: limit}
+}
+
+func (c *capture) Header() http.Header { return c.header }
+
+// WriteHeader records the status and a snapshot of the header, as net/http
+// does. Informational statuses (1xx) are dropped: they are neither sent nor
+// stored. Later calls are ignored.
+func (c *capture) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code)) // as net/http
+	}
+	if c.status != 0 || code < 200 {
+		return
+	}
+	c.status, c.sent = code, c.header.Clone()
+	if c.passed != "" {
+		c.commit()
+	}
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.passed == "" && int64(c.body.Len())+int64(len(p)) > c.limit {
+		c.pass(passTooLarge)
+	}
+	if c.passed != "" {
+		return c.w.Write(p)
+	}
+	return c.body.Write(p)
+}
+
+// Flush passes the response through: what is buffered is sent, and what
+// follows goes straight to the client. The response is then not stored.
+func (c *capture) Flush() { _ = c.FlushError() }
+
+// FlushError is Flush for http.ResponseController, with the error of the
+// real writer's flush.
+func (c *capture) FlushError() error {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	c.pass(passFlushed)
+	return http.NewResponseController(c.w).Flush()
+}
+
+// SetReadDeadline is the real writer's, for http.ResponseController.
+func (c *capture) SetReadDeadline(t time.Time) error {
+	return http.NewResponseController(c.w).SetReadDeadline(t)
+}
+
+// SetWriteDeadline is the real writer's, for http.ResponseController.
+func (c *capture) SetWriteDeadline(t time.Time) error {
+	return http.NewResponseController(c.w).SetWriteDeadline(t)
+}
+
+// pass switches to passing the response through, for the reason given; the
+// status is written by then.
+func (c *capture) pass(reason string) {
+	if c.passed != "" {
+		return
+	}
+	c.passed = reason
+	c.commit()
+}
+
+// commit sends the status, the header and the buffered body to the client.
+func (c *capture) commit() {
+	h := c.w.Header()
+	for k, v := range c.sent {
+		h[k] = v
+	}
+	for k := range h {
+		if _, ok := c.sent[k]; !ok {
+			delete(h, k) // deleted by the handler
+		}
+	}
+	c.w.WriteHeader(c.status)
+	if c.body.Len() > 0 {
+		_, _ = c.w.Write(c.body.Bytes()) // a gone client is the handler's to notice on its next write
+		c.body.Reset()
+	}
+}
+
+// settle ends the handler's turn: a handler that wrote nothing answered 200
+// with an empty body, as under net/http.
+func (c *capture) settle() {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+}
+
+// deliver sends the buffered response, once the record is settled, with the
+// trailers the handler set (declared in a Trailer header, or named with
+// http.TrailerPrefix).
+func (c *capture) deliver() {
+	if c.passed != "" {
+		return
+	}
+	c.commit()
+	c.trailers()
+}
+
+func (c *capture) trailers() {
+	declared := c.sent.Values("Trailer")
+	for k, v := range c.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			c.w.Header()[k] = v
+		}
+	}
+	for _, list := range declared {
+		for name := range strings.SplitSeq(list, ",") {
+			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
+				if v, ok := c.header[name]; ok {
+					c.w.Header()[name] = v
+				}
+			}
+		}
+	}
+}
+
+// storedHeader returns the header of the response as the handler set it,
+// for the record: without the headers outer middleware set (with the same
+// values) before this one, which they set again for a duplicate, and without
+// trailers. Called before deliver, while the real writer's header is still
+// the outer middleware's. The header filter of httprules drops the rest.
+func (c *capture) storedHeader() map[string][]string {
+	outer := c.w.Header()
+	out := make(map[string][]string, len(c.sent))
+	for k, v := range c.sent {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		if ov, ok := outer[k]; ok && slices.Equal(ov, v) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}

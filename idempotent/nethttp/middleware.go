@@ -1,0 +1,297 @@
+package nethttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+)
+
+// Middleware returns middleware that makes handlers idempotent by the
+// Idempotency-Key header of their requests, storing responses in store: the
+// first request with a key runs the handler, and a retry with the same key
+// gets the first response again (see the package documentation). The result
+// has the standard shape, so it plugs into http.ServeMux and any router.
+//
+// Handlers wrapped by one Middleware value share one idempotent.Engine, so
+// concurrent duplicates in this process share one claim; a key reused on
+// another route is a different request (422).
+//
+// Middleware panics if store is nil or an option is invalid; the function it
+// returns panics on a nil handler.
+func Middleware(store idempotent.Store, opts ...Option) func(http.Handler) http.Handler {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m := &middleware{Rules: httprules.New("nethttp", store, o.Config), maxBody: o.maxBody, scope: o.scope}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("nethttp: Middleware: nil handler")
+		}
+		return &handler{m: m, next: next}
+	}
+}
+
+type middleware struct {
+	*httprules.Rules
+	maxBody int64
+	scope   func(*http.Request) (string, error)
+}
+
+type handler struct {
+	m    *middleware
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := h.m
+	method := strings.ToUpper(r.Method)
+	if !m.NeedsKey(method) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	ctx := r.Context()
+	x := &exchange{m: m, next: h.next, w: w, r: r}
+	var call idempotent.Call
+	if !m.Disabled {
+		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
+		if err != nil {
+			m.refuse(w, r, call, err)
+			return
+		}
+		// An empty key is the core's to answer: ErrMissingKey, or a run
+		// without idempotency under WithOptionalKey.
+		if key != "" {
+			if m.scope != nil {
+				if call.Scope, err = m.scope(r); err != nil {
+					m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: cannot name the caller (WithScope); the handler did not run",
+						slog.String("method", method), slog.String("error", err.Error()))
+					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
+					writeProblem(w, httprules.Internal())
+					return
+				}
+			}
+			call.Key = key
+			if x.body, err = m.readBody(r); err != nil {
+				m.refuse(w, r, call, err)
+				return
+			}
+			fp, err := httprules.Fingerprint(&httprules.Request{
+				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
+				ContentType: r.Header.Get("Content-Type"), Body: x.body,
+			})
+			if err != nil {
+				m.refuse(w, r, call, err)
+				return
+			}
+			call.Payload = fp // a []byte, hashed as given
+			call.Accept = x.accept
+			x.keyed = true
+		}
+	}
+	res, err := m.Core.Do(ctx, call, x.work)
+	switch {
+	case res.Ran && !x.keyed:
+		// Run on the real writer, without idempotency: nothing to add.
+	case res.Ran:
+		x.answerRun(ctx)
+	case err != nil:
+		writeProblem(w, httprules.Failure(err, m.RetryAfter))
+	case x.stored == nil:
+		// The core replays only what accept decoded.
+		m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: the core replayed a response that was not decoded")
+		writeProblem(w, httprules.Internal())
+	default:
+		x.replay()
+	}
+}
+
+// refuse answers with a 400 (or 413) problem a request the middleware
+// refuses itself, before any Do, and reports the refusal to the core, which
+// tells the outcome hook and the log (OutcomeRejected).
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempotent.Call, why error) {
+	p, err := httprules.Refusal(why)
+	_ = m.Core.Reject(r.Context(), call, err)
+	writeProblem(w, p)
+}
+
+// readBody reads the request body once, up to the limit.
+func (m *middleware) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > m.maxBody {
+		return nil, &httprules.TooLargeError{Limit: m.maxBody}
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.maxBody)}
+	case err != nil:
+		return nil, &httprules.RequestError{Reason: "the request body could not be read"}
+	case int64(buf.Len()) > m.maxBody:
+		return nil, &httprules.TooLargeError{Limit: m.maxBody}
+	}
+	return buf.Bytes(), nil
+}
+
+// exchange is one request on its way through the core: the work and accept
+// the core calls, and what they found.
+type exchange struct {
+	m     *middleware
+	next  http.Handler
+	w     http.ResponseWriter
+	r     *http.Request
+	keyed bool   // the call has a key: the core keeps a record of it
+	body  []byte // the request body, read once (keyed requests)
+
+	c        *capture            // the handler's writer, once it ran
+	err      error               // the handler's panic
+	stored   *httprules.Response // the stored response accept decoded, on a replay
+	replBody []byte              // its body, decoded
+}
+
+// work is what the core makes idempotent: it runs the handler and returns
+// the response to store, encoded, or an error that makes the core release
+// the record: the handler's panic, or httprules.NotStoredError. The
+// handler's request carries ctx, with the core's Invocation.
+func (x *exchange) work(ctx context.Context) ([]byte, error) {
+	r := x.r.WithContext(ctx)
+	if !x.keyed {
+		x.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
+		return nil, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(x.body))
+	x.c = newCapture(x.w, x.m.maxBody)
+	x.run(r)
+	c := x.c
+	switch {
+	case x.err != nil:
+		return nil, x.err
+	case !httprules.Storable(c.status):
+		return nil, &httprules.NotStoredError{Status: c.status}
+	case c.passed != "":
+		// The client has (part of) the response already, and the record
+		// cannot hold it: completed without it, so a retry never runs the
+		// handler again and gets 409 response-not-stored.
+		return nil, x.m.Core.NotStored(errors.New(c.passed))
+	}
+	header := c.storedHeader()
+	if !replayable(header) {
+		// JSON would change bytes that are not UTF-8: a replay would differ.
+		return nil, x.m.Core.NotStored(errors.New("a response header is not valid UTF-8"))
+	}
+	resp := httprules.Response{StatusCode: c.status, MultiValueHeaders: header}
+	if b := c.body.Bytes(); utf8.Valid(b) {
+		resp.Body = string(b)
+	} else {
+		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	stored := x.m.Filter.Stored(&resp)
+	return httprules.Encode(&stored)
+}
+
+// replayable reports whether every header name and value is valid UTF-8, so
+// that the stored form gives them back unchanged.
+func replayable(h map[string][]string) bool {
+	for k, vs := range h {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// run runs the handler once on the capture, recording its panic.
+func (x *exchange) run(r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			x.err = &httprules.PanicError{Value: v, Stack: debug.Stack()}
+		}
+		x.c.settle()
+	}()
+	x.next.ServeHTTP(x.c, r)
+}
+
+// answerRun answers a keyed request that ran the handler, once the record
+// is settled: with its response, whatever happened to the record, or after
+// a panic with a 500 problem. A panic after the response began to pass
+// through, or a panic with http.ErrAbortHandler, aborts the response as net/http
+// does: the client must not take a cut-off response for a whole one.
+func (x *exchange) answerRun(ctx context.Context) {
+	var pe *httprules.PanicError
+	if !errors.As(x.err, &pe) {
+		x.c.deliver()
+		return
+	}
+	if pe.Value == http.ErrAbortHandler { // compared as net/http does
+		panic(http.ErrAbortHandler)
+	}
+	x.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
+		slog.String("method", x.r.Method), slog.String("error", x.err.Error()), slog.String("stack", string(pe.Stack)))
+	if x.c.passed != "" {
+		panic(http.ErrAbortHandler)
+	}
+	writeProblem(x.w, httprules.Internal())
+}
+
+// accept decodes a stored response before the core replays it.
+func (x *exchange) accept(raw []byte) error {
+	s, err := httprules.Decode(raw)
+	if err != nil {
+		return err
+	}
+	if s.IsBase64Encoded {
+		if x.replBody, err = base64.StdEncoding.DecodeString(s.Body); err != nil {
+			return fmt.Errorf("stored body: %w", err)
+		}
+	} else {
+		x.replBody = []byte(s.Body)
+	}
+	x.stored = s
+	return nil
+}
+
+// replay answers with the stored response, marked Idempotent-Replayed.
+func (x *exchange) replay() {
+	s, h := x.stored, x.w.Header()
+	for k, v := range s.Headers {
+		if _, multi := s.MultiValueHeaders[k]; !multi {
+			h[k] = []string{v}
+		}
+	}
+	for k, v := range s.MultiValueHeaders {
+		h[k] = v
+	}
+	for _, c := range s.Cookies {
+		h.Add("Set-Cookie", c)
+	}
+	h.Set(HeaderReplayed, "true")
+	if h.Get("Content-Length") == "" {
+		h.Set("Content-Length", strconv.Itoa(len(x.replBody)))
+	}
+	x.w.WriteHeader(s.StatusCode)
+	_, _ = x.w.Write(x.replBody)
+}

@@ -1,0 +1,120 @@
+package nethttp
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+)
+
+// DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
+// (store unavailable) answers unless WithRetryAfter says otherwise.
+const DefaultRetryAfter = httprules.DefaultRetryAfter
+
+// DefaultMaxBody is the largest request body read and response body buffered
+// unless WithMaxBody says otherwise: 6 MiB, Lambda's limit on a synchronous
+// response.
+const DefaultMaxBody = 6 << 20
+
+// An Option configures Middleware.
+type Option func(*options)
+
+// options are the settings every HTTP front door shares (httprules.Config)
+// and the middleware's own.
+type options struct {
+	httprules.Config
+	maxBody int64
+	scope   func(*http.Request) (string, error)
+}
+
+func defaultOptions() options {
+	return options{Config: httprules.DefaultConfig(), maxBody: DefaultMaxBody}
+}
+
+// WithMethods sets the HTTP methods that require an Idempotency-Key,
+// replacing the default POST and PATCH. Requests with any other method go
+// straight to the handler, untouched. Method names are matched
+// case-insensitively. Giving no methods panics in Middleware.
+func WithMethods(methods ...string) Option {
+	return func(o *options) { o.SetMethods(methods) }
+}
+
+// WithOptionalKey lets requests without an Idempotency-Key header through to
+// the handler, without idempotency, instead of answering 400. A header that is
+// present but malformed (empty included) is still answered with 400.
+func WithOptionalKey() Option { return func(o *options) { o.OptionalKey = true } }
+
+// WithRetryAfter sets the Retry-After of 409 (in progress) and 503 (store
+// unavailable) answers, default DefaultRetryAfter. It is sent in whole
+// seconds, rounded up; values below one second are raised to one second.
+func WithRetryAfter(d time.Duration) Option {
+	return func(o *options) { o.RetryAfter = max(d, time.Second) }
+}
+
+// WithVolatileHeaders names response headers that are neither stored nor
+// replayed, such as per-request ids or timing headers. Hop-by-hop headers,
+// Date and (see WithReplayCookies) Set-Cookie are always left out. Names are
+// matched case-insensitively.
+func WithVolatileHeaders(names ...string) Option {
+	return func(o *options) {
+		for _, n := range names {
+			o.Volatile = append(o.Volatile, strings.ToLower(n))
+		}
+	}
+}
+
+// WithReplayCookies stores the response's Set-Cookie headers and replays
+// them. By default cookies are neither stored nor replayed: they often carry
+// session secrets, which should not sit in the store nor be handed to
+// whoever presents the same key again.
+func WithReplayCookies() Option { return func(o *options) { o.ReplayCookies = true } }
+
+// WithMaxBody sets the largest request body the middleware reads (a larger
+// one is answered 413 without running the handler) and the largest response
+// body it buffers before the record is completed (a larger one passes
+// through to the client and is not stored: see the package documentation),
+// default DefaultMaxBody. Values below 1 are raised to 1.
+func WithMaxBody(n int64) Option { return func(o *options) { o.maxBody = max(n, 1) } }
+
+// WithScope confines keys to the caller that scope names, such as the
+// authenticated principal that an authentication middleware (running before
+// this one) put in the request's context: two callers that send the same key
+// never see each other's responses. It is called for requests that carry a
+// key; an error answers 500 without running the handler, and is logged at
+// error level. Without WithScope all callers share one key space. A nil
+// function panics.
+func WithScope(scope func(*http.Request) (string, error)) Option {
+	if scope == nil {
+		panic("nethttp: WithScope: nil function")
+	}
+	return func(o *options) { o.scope = scope }
+}
+
+// WithLogger sets the logger of the middleware and of the idempotent core
+// (default slog.Default()). It wins over an idempotent.WithLogger given
+// through WithIdempotentOptions, whatever the order of the options. The
+// middleware logs handler panics and scope errors at error level; neither it
+// nor the core logs raw keys or bodies.
+func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.Logger = logger } }
+
+// WithIdempotentOptions passes options on to the idempotent core, such as
+// idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,
+// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress.
+//
+// Where the middleware and the core have the same option, the precedence
+// rule of the idempotent package documentation applies (its paragraph on
+// options): the middleware's defaults, then these options, then its own
+// explicit options, so nethttp.WithLogger wins over an idempotent.WithLogger
+// given here.
+//
+// The middleware derives the key, the scope and the payload from each
+// request and stores responses in its own form: options only a typed front
+// door can use (idempotent.WithKey, idempotent.WithScope,
+// idempotent.WithPayloadValidation and idempotent.WithReplayHook) make
+// Middleware panic, and idempotent.WithCodec has no effect.
+func WithIdempotentOptions(opts ...idempotent.Option) Option {
+	return func(o *options) { o.Core = append(o.Core, opts...) }
+}
