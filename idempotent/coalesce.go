@@ -15,13 +15,13 @@ import (
 // it instead of the store:
 //
 //   - while the leader's claim is in flight, they wait for its answer (one
-//     store call for all);
+//     store call for all), and share a response it replays;
 //   - while the leader holds the lease, they get ErrInProgress at once, or
 //     with WithWaitInProgress its response from memory the moment it is
 //     stored; a different payload gets ErrPayloadMismatch;
 //   - when the leader's lease has lapsed (it hangs), they go to the store,
-//     where the next one takes the record over, as a duplicate from another
-//     process would;
+//     whatever their payload, where the next one takes the record over (or
+//     the store answers), as for a duplicate from another process;
 //   - a leader that failed shares nothing (singleflight's known trap is
 //     sharing an error): each follower then tries for itself, one at a time.
 //
@@ -141,12 +141,12 @@ func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res Result, ans
 				return res, true, err
 			}
 			return Result{}, false, nil
-		case s.holds && j.fp != "" && j.fp != s.fp:
-			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomePayloadMismatch, RecordID: j.id, Err: ErrPayloadMismatch})
 		case s.holds && s.leaseEnd.UnixMilli() < e.cfg.now().UnixMilli():
 			// The leader overran its lease (it hangs, or the clock moved):
 			// go to the store, where the claim takes the record over.
 			return Result{}, false, nil
+		case s.holds && j.fp != "" && j.fp != s.fp:
+			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomePayloadMismatch, RecordID: j.id, Err: ErrPayloadMismatch})
 		case s.holds && (e.cfg.waitMax <= 0 || waited):
 			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomeInProgress, RecordID: j.id, Err: ErrInProgress})
 		}

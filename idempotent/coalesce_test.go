@@ -202,3 +202,32 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	}
 	assert.LessOrEqual(t, after, before, "goroutines after making 500 wrappers")
 }
+
+// TestCoalescingPastALapsedLeaseGoesToTheStore: once the call that holds a
+// record overran its lease, a duplicate in its process goes to the store,
+// whatever its payload; here the record has expired, so it runs (found by
+// internal/modelcheck: it used to get ErrPayloadMismatch from memory for as
+// long as the hung call lived).
+func TestCoalescingPastALapsedLeaseGoesToTheStore(t *testing.T) {
+	t.Parallel()
+	store := newSpyStore()
+	clk := newClock()
+	b := newBlocker()
+	h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount),
+		idempotent.WithClock(clk.Now), idempotent.WithMaxLease(time.Second), idempotent.WithExpiry(time.Second))
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = h(context.Background(), order{ID: "o", Amount: 1}) }()
+	<-b.started
+	defer func() { close(b.release); <-done }()
+
+	before := store.claims.Load()
+	_, err := h(context.Background(), order{ID: "o", Amount: 2})
+	require.ErrorIs(t, err, idempotent.ErrPayloadMismatch, "while the lease lives, from memory")
+	assert.Equal(t, before, store.claims.Load())
+
+	clk.Advance(time.Minute) // past the lease and the record's expiry
+	r, err := h(context.Background(), order{ID: "o", Amount: 2})
+	require.NoError(t, err, "the store lets the other payload run: the record expired")
+	assert.EqualValues(t, 2, r.Run)
+	assert.Equal(t, before+1, store.claims.Load())
+}

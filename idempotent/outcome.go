@@ -75,7 +75,8 @@ type Event struct {
 	FromCache bool
 	// Shared reports a replay of the response another call for the same key
 	// in this process had just run or replayed, while this one waited for it
-	// (WithWaitInProgress; no store call).
+	// (for its claim's answer, or with WithWaitInProgress for its run): no
+	// store call.
 	Shared bool
 	// HandlerRan reports whether the handler ran in this invocation.
 	HandlerRan bool

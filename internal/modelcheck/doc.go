@@ -6,6 +6,22 @@
 // compared with a small reference model of the record of each key (status,
 // bound payload, owner, lease end, expiry, stored response).
 //
+// Each run has two or three wrappers over one store and one key prefix.
+// Each Wrap call is an Engine, that is, one process: calls of one wrapper
+// for one key coalesce in memory (idempotent/coalesce.go), and calls of
+// different wrappers meet only in the store. The model knows the coalescing
+// rules and checks that a call is answered without a store call only when
+// they allow it. While a call of the same wrapper holds the key's lease (its
+// claim succeeded, its handler runs, and its lease has not lapsed by the
+// injected clock, in the model's arithmetic), a duplicate gets ErrInProgress,
+// or ErrPayloadMismatch for another payload, and the key's record must be
+// that call's. Past that lease, the duplicate goes to the store. A duplicate
+// started while a claim of its wrapper for its key is in flight (the Race
+// step holds the claim at the store) makes no store call until that claim is
+// answered. It then shares the response the claim replayed, if that is for
+// its payload, or follows the rules above. Every other call goes to the
+// store.
+//
 // The model computes lease ends and expiries from the documented options with
 // saturating arithmetic, independently of the implementation, and checks:
 //
@@ -19,11 +35,15 @@
 //  5. no record refuses a claim it should allow (an INPROGRESS record past
 //     its lease, an expired record), and whatever the store answers, a caller
 //     gets its handler's response or a documented sentinel error, never a
-//     wrong value.
+//     wrong value;
+//  6. a call is answered without a store call only where the coalescing
+//     rules above allow it, with the answer they give, and goes to the store
+//     everywhere else ("coalescing rule violated").
 //
 // The test is TestModel: 100 random runs of about 30 steps per store by
 // default (make test), more with rapid's flags, for example
-// -rapid.checks=5000 -rapid.steps=50 (make fuzz). A failure prints the
+// -rapid.checks=5000 -rapid.steps=50 (make fuzz). Its log counts how often
+// calls met in a wrapper's flight and in the store. A failure prints the
 // violated invariant and the shrunk sequence of steps, and rapid writes a
 // fail file under testdata/rapid that later runs replay first; -rapid.seed
 // reproduces it too. The package has no non-test code.

@@ -49,6 +49,7 @@ type observation struct {
 	now     time.Time         // Claim
 	realAt  time.Time         // Claim: real time when the store was called
 	fault   fault
+	during  int  // the invocation whose claim the gate held in flight when this call began, or -1
 	dropped bool // Complete/Release of a crashed owner: never sent
 	called  bool // the real store was called
 	res     idempotent.ClaimResult
@@ -99,10 +100,46 @@ type faultStore struct {
 	faults map[int]map[opKind]fault // per invocation, each used once
 	dead   map[string]bool          // leases of crashed owners
 	obs    []observation
+	gate   *gate // the claim to hold in flight, until it reaches the store
+	flying int   // the invocation whose claim a gate holds in the store now, or -1
+}
+
+// gate holds one invocation's claim in flight: it reaches the store, and
+// waits there (before the real store is called) until the step opens the
+// gate, so that the step can start a duplicate meanwhile.
+type gate struct {
+	inv     int
+	arrived chan struct{} // closed when the claim reaches the store
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// hold makes the next claim of invocation inv wait at a gate.
+func (s *faultStore) hold(inv int) *gate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = &gate{inv: inv, arrived: make(chan struct{}), release: make(chan struct{})}
+	return s.gate
+}
+
+// unhold disarms a gate whose claim never came.
+func (s *faultStore) unhold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = nil
+}
+
+// flown ends the flight of a held claim.
+func (s *faultStore) flown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flying = -1
 }
 
 func newFaultStore(inner idempotent.Store) *faultStore {
-	return &faultStore{inner: inner, faults: map[int]map[opKind]fault{}, dead: map[string]bool{}}
+	return &faultStore{inner: inner, faults: map[int]map[opKind]fault{}, dead: map[string]bool{}, flying: -1}
 }
 
 // plan makes the next call of op by invocation inv fail with f.
@@ -137,13 +174,20 @@ func (s *faultStore) take() []observation {
 	return obs
 }
 
-// begin consumes the fault planned for this call.
-func (s *faultStore) begin(o *observation) {
+// begin consumes the fault planned for this call, notes a held claim in
+// flight, and returns the gate this call must wait at, if any.
+func (s *faultStore) begin(o *observation) *gate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o.fault = s.faults[o.inv][o.op]
 	delete(s.faults[o.inv], o.op)
 	o.dropped = o.op != opClaim && s.dead[o.lease]
+	o.during = s.flying
+	if g := s.gate; g != nil && g.inv == o.inv && o.op == opClaim {
+		s.gate, s.flying = nil, o.inv
+		return g
+	}
+	return nil
 }
 
 func (s *faultStore) log(o observation) {
@@ -154,8 +198,13 @@ func (s *faultStore) log(o observation) {
 
 func (s *faultStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
 	o := observation{op: opClaim, inv: invOf(ctx), lease: rec.Lease, rec: rec, now: now, realAt: time.Now()}
-	s.begin(&o)
+	g := s.begin(&o)
 	defer func() { s.log(o) }()
+	if g != nil {
+		close(g.arrived)
+		<-g.release
+		s.flown()
+	}
 	if o.fault == faultBefore {
 		return idempotent.ClaimResult{}, errInjected
 	}

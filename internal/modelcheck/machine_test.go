@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,7 @@ var (
 	expiries = []time.Duration{idempotent.DefaultExpiry, 0, time.Second, time.Minute, 24 * time.Hour, math.MaxInt64}
 	// Deadlines lie well past a check's real duration: the handler's context
 	// runs on the real clock and must not end while a step waits on it.
-	deadlines = []struct {
-		name string
-		at   func(time.Time) time.Time
-	}{
+	deadlines = []deadline{
 		{"none", nil},
 		{"+2m", func(t time.Time) time.Time { return t.Add(2 * time.Minute) }},
 		{"+1h", func(t time.Time) time.Time { return t.Add(time.Hour) }},
@@ -83,10 +81,19 @@ type handlerCmd struct {
 	value string
 }
 
+// deadline is a drawn deadline of an invocation's context.
+type deadline struct {
+	name string
+	at   func(time.Time) time.Time // nil: none
+}
+
 // invocation is one call of a wrapped handler, run in its own goroutine.
 type invocation struct {
 	id, key, payload int
 	w                *wrapperUnderTest
+	dl               deadline
+	claimFault       fault     // the faults planned for its claim, and for
+	forgetFault      fault     // the release that gives back a claim whose answer was lost
 	deadline         time.Time // zero: the context has none
 	realBefore       time.Time
 
@@ -107,15 +114,32 @@ type invocation struct {
 	minRun  time.Duration // the least real time its claim gives its handler
 	expect  expectKind
 	replay  string // expectReplay: the response
+	via     string // how its wrapper answered it without the store, if it did
+}
+
+// from names the way an answer came without the store, for messages.
+func (inv *invocation) from() string {
+	if inv.via == "" {
+		return ""
+	}
+	return " (" + inv.via + ")"
 }
 
 type invPtrKey struct{}
 
+// wrapperUnderTest is one Wrap call: one Engine, so one process. Its
+// calls for one key coalesce (idempotent/coalesce.go); calls of different
+// wrappers meet only in the store.
 type wrapperUnderTest struct {
+	idx  int
 	name string
 	opts options
 	fn   func(context.Context, input) (string, error)
 }
+
+// flightKey names the flight of one wrapper for one key: the call of that
+// wrapper (that process) that leads the key.
+type flightKey struct{ w, key int }
 
 // machine is the rapid state machine: the system under test (wrappers over
 // one faultStore, an injected clock) and the model.
@@ -128,10 +152,17 @@ type machine struct {
 	wrappers []*wrapperUnderTest
 	recs     []*record // per key; nil: no record
 	invs     []*invocation
+	// flights is the model of the wrappers' in-process coalescing: per
+	// wrapper and key, the call that leads its wrapper's flight and holds the
+	// key's lease (its claim succeeded and its handler runs). Between steps
+	// no claim is in flight, so these are the only flights there are.
+	flights map[flightKey]*invocation
+	gate    *gate // Race's held claim, opened by stop if a step fails
+	stats   *stats
 }
 
-func newMachine(t *rapid.T, inner idempotent.Store, prefix string) *machine {
-	m := &machine{store: newFaultStore(inner)}
+func newMachine(t *rapid.T, inner idempotent.Store, prefix string, st *stats) *machine {
+	m := &machine{store: newFaultStore(inner), flights: map[flightKey]*invocation{}, stats: st}
 	m.keys = rapid.IntRange(2, 3).Draw(t, "keys")
 	m.recs = make([]*record, m.keys)
 	// The injected clock starts ahead of the real one and only moves
@@ -141,13 +172,15 @@ func newMachine(t *rapid.T, inner idempotent.Store, prefix string) *machine {
 	m.clock.Store(start)
 	m.start, m.end = start, start+int64(horizon)
 	now := func() time.Time { return time.Unix(0, m.clock.Load()) }
-	for i := range rapid.IntRange(1, 2).Draw(t, "wrappers") {
+	// At least two wrappers, so that calls for one key meet both in one
+	// process (a wrapper's flight) and across processes (the store).
+	for i := range rapid.IntRange(2, 3).Draw(t, "wrappers") {
 		o := options{
 			maxLease: rapid.SampledFrom(maxLeases).Draw(t, "maxLease"),
 			skew:     rapid.SampledFrom(skews).Draw(t, "clockSkew"),
 			expiry:   rapid.SampledFrom(expiries).Draw(t, "expiry"),
 		}
-		w := &wrapperUnderTest{name: fmt.Sprintf("w%d", i), opts: o}
+		w := &wrapperUnderTest{idx: i, name: fmt.Sprintf("w%d", i), opts: o}
 		w.fn = idempotent.Wrap(m.store, m.handler,
 			idempotent.WithPrefix(prefix),
 			idempotent.WithKey(func(in input) (string, error) { return in.Key, nil }),
@@ -179,6 +212,9 @@ func (m *machine) handler(ctx context.Context, _ input) (string, error) {
 
 // stop ends the handlers still blocked when a check ends (or fails).
 func (m *machine) stop() {
+	if m.gate != nil {
+		m.gate.open()
+	}
 	for _, inv := range m.invs {
 		select {
 		case <-inv.entered:
@@ -250,32 +286,180 @@ func (m *machine) Check(t *rapid.T) {
 }
 
 // Start begins an invocation and waits until its handler has entered or
-// the call has returned.
+// the call has returned. Half the time a handler runs, the call is for the
+// key of one that runs: a duplicate, in the same process (its wrapper's
+// flight) or in another (the store).
 func (m *machine) Start(t *rapid.T) {
+	w := m.wrappers[rapid.IntRange(0, len(m.wrappers)-1).Draw(t, "wrapper")]
+	var key int
+	if running := m.running(); len(running) > 0 && rapid.IntRange(0, 1).Draw(t, "duplicate") == 1 {
+		key = running[rapid.IntRange(0, len(running)-1).Draw(t, "of")].key
+	} else {
+		key = rapid.IntRange(0, m.keys-1).Draw(t, "key")
+	}
+	inv := m.newInvocation(t, w, key)
+	m.launch(inv, nil, false)
+	m.settle(t, inv)
+	obs := m.store.take()
+	m.store.clear(inv.id)
+	t.Logf("%s: %v -> %s", m.title(inv), obs, result(inv))
+	m.land(t, inv, obs, nil)
+}
+
+// raceSettle bounds the wait for a duplicate to block on the flight it
+// follows; past it, Race checks the duplicate as if it might not have.
+const raceSettle = 250 * time.Millisecond
+
+// Race starts two calls of one wrapper for one key at once: the second
+// while the first's claim is in flight (held at the store). The second must
+// wait for the first's claim to be answered, without a store call of its
+// own, and then gets what the coalescing rules give it: an answer from the
+// first's flight (ErrInProgress or ErrPayloadMismatch while the first holds
+// the lease, the first's replay when that is for its payload), or its own
+// way to the store.
+func (m *machine) Race(t *rapid.T) {
+	w := m.wrappers[rapid.IntRange(0, len(m.wrappers)-1).Draw(t, "wrapper")]
+	key := rapid.IntRange(0, m.keys-1).Draw(t, "key")
+	if l := m.flights[flightKey{w.idx, key}]; l != nil && l.span.lapsed(m.now()) != yes {
+		t.Skip("a call of that wrapper may hold that key's lease: a first call would not go to the store")
+	}
+	a := m.newInvocation(t, w, key)
+	b := m.newInvocation(t, w, key)
+	m.gate = m.launch(a, nil, true)
+	arrived := false
+	select {
+	case <-m.gate.arrived:
+		arrived = true
+	case <-a.done: // land(a) tells why it never reached the store
+	case <-time.After(waitLimit):
+		t.Fatalf("#%d: its claim did not reach the store within %v", a.id, waitLimit)
+	}
+	seen, early := false, false
+	if arrived {
+		waiting := make(chan struct{})
+		m.launch(b, func(ctx context.Context) context.Context { return &doneSpy{Context: ctx, called: waiting} }, false)
+		select {
+		case <-waiting:
+			seen = true
+		case <-b.done:
+		case <-time.After(raceSettle):
+		}
+		early = isDone(b)
+	}
+	m.gate.open()
+	m.gate = nil
+	if !arrived {
+		m.store.unhold()
+		m.launch(b, nil, false)
+	}
+	m.settle(t, a)
+	m.settle(t, b)
+	obs := m.store.take()
+	m.store.clear(a.id)
+	m.store.clear(b.id)
+	var aObs, bObs []observation
+	for _, o := range obs {
+		if o.inv == a.id {
+			aObs = append(aObs, o)
+		} else {
+			bObs = append(bObs, o)
+		}
+	}
+	t.Logf("%s, its claim held in flight: %v -> %s", m.title(a), aObs, result(a))
+	t.Logf("%s, started meanwhile (seen waiting on the flight: %v): %v -> %s", m.title(b), seen, bObs, result(b))
+	lastA := -1
+	for i, o := range obs {
+		if o.inv == a.id {
+			lastA = i
+		}
+	}
+	for i, o := range obs {
+		switch {
+		case o.inv != b.id:
+		case o.during == a.id:
+			t.Fatalf("coalescing rule violated: %v went to the store while the claim of #%d, which leads %s's flight for key-%d, was in flight",
+				o, a.id, w.name, key)
+		case i < lastA:
+			t.Fatalf("coalescing rule violated: %v went to the store before #%d, which leads %s's flight for key-%d, had its answer",
+				o, a.id, w.name, key)
+		}
+	}
+	if arrived && early {
+		t.Fatalf("coalescing rule violated: #%d got (%q, %v) while the claim of #%d, which leads %s's flight for key-%d, was still in flight",
+			b.id, b.out, b.err, a.id, w.name, key)
+	}
+	m.stats.races.Add(1)
+	if seen && !early {
+		m.stats.waited.Add(1)
+	}
+	m.land(t, a, aObs, nil)
+	var share *sharedReplay
+	if isDone(a) && a.expect == expectReplay {
+		share = &sharedReplay{leader: a, resp: a.replay, waiting: seen && !early}
+	}
+	m.land(t, b, bObs, share)
+}
+
+// doneSpy tells when a call first asks its context for the Done channel: a
+// duplicate that waits on its wrapper's flight blocks on it (and on the
+// flight), so Race knows the duplicate is waiting there.
+type doneSpy struct {
+	context.Context
+	once   sync.Once
+	called chan struct{}
+}
+
+func (c *doneSpy) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.called) })
+	return c.Context.Done()
+}
+
+// newInvocation draws a call of w for key: its payload, its deadline and
+// the faults of its claim (and of the release that gives back a claim whose
+// answer was lost).
+func (m *machine) newInvocation(t *rapid.T, w *wrapperUnderTest, key int) *invocation {
 	inv := &invocation{
-		id:      len(m.invs),
-		key:     rapid.IntRange(0, m.keys-1).Draw(t, "key"),
+		key:     key,
 		payload: rapid.IntRange(0, 1).Draw(t, "payload"),
-		w:       m.wrappers[rapid.IntRange(0, len(m.wrappers)-1).Draw(t, "wrapper")],
+		w:       w,
+		dl:      deadlines[rapid.IntRange(0, len(deadlines)-1).Draw(t, "deadline")],
 		entered: make(chan struct{}),
 		done:    make(chan struct{}),
 		cmd:     make(chan handlerCmd, 1),
 	}
-	dl := deadlines[rapid.IntRange(0, len(deadlines)-1).Draw(t, "deadline")]
-	claimFault := drawFault(t, "claimFault")
-	m.store.plan(inv.id, opClaim, claimFault)
-	if claimFault != faultNone {
+	inv.claimFault = drawFault(t, "claimFault")
+	if inv.claimFault != faultNone {
 		// The wrapper gives back a claim whose answer it did not get.
-		m.store.plan(inv.id, opRelease, drawFault(t, "forgetFault"))
+		inv.forgetFault = drawFault(t, "forgetFault")
 	}
-	m.invs = append(m.invs, inv)
+	return inv
+}
 
+// launch numbers inv, plans its faults and calls its wrapper in a goroutine
+// of its own; wrap, if set, wraps the call's context. With hold, its claim
+// waits at the store's gate, which it returns. (Nothing is drawn here: a
+// draw that ends a run must never leave an invocation that was never
+// called, which stop would wait for.)
+func (m *machine) launch(inv *invocation, wrap func(context.Context) context.Context, hold bool) *gate {
+	inv.id = len(m.invs)
+	m.invs = append(m.invs, inv)
+	m.store.plan(inv.id, opClaim, inv.claimFault)
+	if inv.claimFault != faultNone {
+		m.store.plan(inv.id, opRelease, inv.forgetFault)
+	}
+	var g *gate
+	if hold {
+		g = m.store.hold(inv.id)
+	}
 	ctx := context.WithValue(context.WithValue(context.Background(), invKey{}, inv.id), invPtrKey{}, inv)
 	cancel := context.CancelFunc(func() {})
 	inv.realBefore = time.Now()
-	if dl.at != nil {
-		inv.deadline = dl.at(inv.realBefore)
+	if inv.dl.at != nil {
+		inv.deadline = inv.dl.at(inv.realBefore)
 		ctx, cancel = context.WithDeadline(ctx, inv.deadline)
+	}
+	if wrap != nil {
+		ctx = wrap(ctx)
 	}
 	in := input{Key: fmt.Sprintf("key-%d", inv.key), Payload: fmt.Sprintf("payload-%d", inv.payload)}
 	go func() {
@@ -284,22 +468,142 @@ func (m *machine) Start(t *rapid.T) {
 		inv.out, inv.err = inv.w.fn(ctx, in)
 		inv.took = time.Since(inv.realBefore)
 	}()
+	return g
+}
+
+// settle waits until inv's handler has entered or its call has returned.
+func (m *machine) settle(t *rapid.T, inv *invocation) {
 	select {
 	case <-inv.entered:
 	case <-inv.done:
 	case <-time.After(waitLimit):
 		t.Fatalf("#%d: neither entered its handler nor returned within %v", inv.id, waitLimit)
 	}
-	obs := m.store.take()
-	m.store.clear(inv.id)
-	t.Logf("#%d %s key-%d payload-%d, deadline %s, at %s: %v -> %s", inv.id, inv.w.name, inv.key, inv.payload, dl.name, m.nowString(), obs, result(inv))
+}
+
+func isDone(inv *invocation) bool {
+	select {
+	case <-inv.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *machine) title(inv *invocation) string {
+	return fmt.Sprintf("#%d %s key-%d payload-%d, deadline %s, at %s", inv.id, inv.w.name, inv.key, inv.payload, inv.dl.name, m.nowString())
+}
+
+// land steps the model through an invocation that has just entered its
+// handler or returned, with the store calls obs it made: the store (apply),
+// then the way its wrapper's flight took it there or answered it (route).
+// The store comes first, so that a call that wrongly went to the store and
+// took a live record over is reported as the safety violation it is.
+func (m *machine) land(t *rapid.T, inv *invocation, obs []observation, share *sharedReplay) {
+	if len(obs) > 0 && obs[0].op != opClaim {
+		t.Fatalf("#%d: its first store call, %v, is not a claim", inv.id, obs[0])
+	}
 	if inv.ran {
 		m.checkEntry(t, inv)
 		inv.running = true
 	}
 	m.apply(t, obs)
-	if !inv.ran {
+	m.route(t, inv, len(obs) > 0, share)
+	if inv.ran {
+		// It leads its wrapper's flight for the key, holding the lease.
+		m.flights[flightKey{inv.w.idx, inv.key}] = inv
+	} else {
 		m.checkResult(t, inv)
+	}
+}
+
+// sharedReplay is the response the leader of a flight replayed from a
+// completed record; a call that waited on the leader's claim shares it.
+type sharedReplay struct {
+	leader  *invocation
+	resp    string
+	waiting bool // the call was seen waiting on the flight
+}
+
+// route checks the way inv's wrapper took it before the store (reached:
+// its claim reached the store), by the coalescing rules of
+// idempotent/coalesce.go. While a call of the same wrapper leads the key and
+// holds its lease (its claim succeeded, its handler runs, and its lease has
+// not lapsed by the injected clock, in the model's own arithmetic), a
+// duplicate is answered without a store call: ErrInProgress, or
+// ErrPayloadMismatch for another payload. Once that lease has lapsed, the
+// duplicate goes to the store, where it may take the record over. A
+// duplicate that waited on a claim in flight shares the response that claim
+// replayed, if it is for the duplicate's payload. Every other call goes to
+// the store. Calls of other wrappers never coalesce.
+func (m *machine) route(t *rapid.T, inv *invocation, reached bool, share *sharedReplay) {
+	got := fmt.Sprintf("got (%q, %v)", inv.out, inv.err)
+	if !reached && inv.ran {
+		t.Fatalf("#%d: its handler ran, but no claim of it reached the store", inv.id)
+	}
+	fk := flightKey{inv.w.idx, inv.key}
+	now := m.now()
+	if l := m.flights[fk]; l != nil {
+		lapsed := l.span.lapsed(now)
+		if lapsed == maybe {
+			// The lease end is only bracketed: where the call went settles it.
+			if reached {
+				l.span.hi, lapsed = floorDiv(now, 1e6)-1, yes
+			} else {
+				l.span.lo, lapsed = floorDiv(now, 1e6), no
+			}
+		}
+		if lapsed == no {
+			if reached {
+				t.Fatalf("coalescing rule violated: #%d went to the store while #%d, a call of %s, leads key-%d with a live lease (ending %s)",
+					inv.id, l.id, inv.w.name, inv.key, m.spanString(l.span))
+			}
+			if r := m.recs[inv.key]; r == nil || r.lease != l.lease {
+				// The store would answer the same: nothing replaces a live lease.
+				t.Fatalf("#%d leads %s's flight for key-%d with a live lease (ending %s), but the key's record is not its own but the model's %s",
+					l.id, inv.w.name, inv.key, m.spanString(l.span), m.describe(r))
+			}
+			inv.via = fmt.Sprintf("from the flight of #%d", l.id)
+			if inv.payload != l.payload {
+				inv.expect = expectMismatch
+				m.stats.flightMismatch.Add(1)
+			} else {
+				inv.expect = expectInProgress
+				m.stats.flightInProgress.Add(1)
+			}
+			return
+		}
+		if !reached {
+			store := "it holds"
+			if r := m.recs[inv.key]; r == nil || r.claimable(inv.payload, now) == yes {
+				store = "it would let the call run:"
+			}
+			t.Fatalf("coalescing rule violated: #%d %s without a store call, though the lease of #%d, which leads %s's flight for key-%d, ended %s: past it, a duplicate goes to the store (%s %s)",
+				inv.id, got, l.id, inv.w.name, inv.key, m.spanString(l.span), store, m.describe(m.recs[inv.key]))
+		}
+		// The duplicate retires the lapsed flight and leads one of its own.
+		delete(m.flights, fk)
+		m.stats.pastLapsed.Add(1)
+		return
+	}
+	if share != nil && share.leader.payload == inv.payload {
+		if !reached {
+			inv.expect, inv.replay, inv.via = expectReplay, share.resp, fmt.Sprintf("shared by #%d", share.leader.id)
+			m.stats.shared.Add(1)
+			return
+		}
+		if share.waiting {
+			t.Fatalf("coalescing rule violated: #%d went to the store though it waited on the claim of #%d, which replayed %q for its payload",
+				inv.id, share.leader.id, share.resp)
+		}
+		return
+	}
+	if !reached {
+		why := fmt.Sprintf("no call of %s leads key-%d", inv.w.name, inv.key)
+		if share != nil {
+			why += fmt.Sprintf(", and #%d, whose claim it waited on, replayed a response for payload-%d", share.leader.id, share.leader.payload)
+		}
+		t.Fatalf("#%d %s without a claim reaching the store, though %s", inv.id, got, why)
 	}
 }
 
@@ -400,13 +704,18 @@ func result(inv *invocation) string {
 	return fmt.Sprintf("caller gets %q", inv.out)
 }
 
-func (m *machine) pickRunning(t *rapid.T) *invocation {
+func (m *machine) running() []*invocation {
 	var running []*invocation
 	for _, inv := range m.invs {
 		if inv.running {
 			running = append(running, inv)
 		}
 	}
+	return running
+}
+
+func (m *machine) pickRunning(t *rapid.T) *invocation {
+	running := m.running()
 	if len(running) == 0 {
 		t.Skip("no handler is running")
 	}
@@ -417,6 +726,11 @@ func (m *machine) wait(t *rapid.T, inv *invocation) {
 	select {
 	case <-inv.done:
 		inv.running = false
+		// Its call is over: its wrapper retires the flight it led, unless
+		// a duplicate past its lease already did.
+		if fk := (flightKey{inv.w.idx, inv.key}); m.flights[fk] == inv {
+			delete(m.flights, fk)
+		}
 	case <-time.After(waitLimit):
 		t.Fatalf("#%d: did not return within %v of its handler", inv.id, waitLimit)
 	}
@@ -493,6 +807,9 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 			}
 			t.Fatalf("%s: %v replaced key-%d's %s at %s", which, o, inv.key, m.describe(r), m.nowString())
 		}
+		if o.res.TookOver && r != nil && m.invs[r.owner].w != inv.w {
+			m.stats.crossTakeovers.Add(1)
+		}
 		s, expLo, expHi := inv.w.opts.claimTimes(now, inv.deadline, inv.realBefore, o.realAt)
 		m.recs[inv.key] = &record{status: idempotent.StatusInProgress, payload: inv.payload, owner: inv.id,
 			lease: o.rec.Lease, span: &s, expLo: expLo, expHi: expHi}
@@ -512,6 +829,9 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 		t.Fatalf("%v: the store answered with a record other than the model's %s", o, m.describe(r))
 	}
 	r.refused(inv.payload, now)
+	if r.status == idempotent.StatusInProgress && m.invs[r.owner].w != inv.w {
+		m.stats.storeContended.Add(1)
+	}
 	switch {
 	case o.fault == faultAfter:
 		inv.expect = expectStoreError
@@ -594,15 +914,15 @@ func (m *machine) checkResult(t *rapid.T, inv *invocation) {
 		}
 	case expectReplay:
 		if inv.err != nil || inv.out != inv.replay {
-			t.Fatalf("invariant 3 violated: #%d %s, not the replay of %q, the response whose completion landed", inv.id, got, inv.replay)
+			t.Fatalf("invariant 3 violated: #%d %s, not the replay of %q, the response whose completion landed%s", inv.id, got, inv.replay, inv.from())
 		}
 	case expectInProgress:
 		if !errors.Is(inv.err, idempotent.ErrInProgress) || inv.out != "" {
-			t.Fatalf("#%d %s, not ErrInProgress", inv.id, got)
+			t.Fatalf("#%d %s, not ErrInProgress%s", inv.id, got, inv.from())
 		}
 	case expectMismatch:
 		if !errors.Is(inv.err, idempotent.ErrPayloadMismatch) || inv.out != "" {
-			t.Fatalf("invariant 2 violated: #%d %s, not ErrPayloadMismatch", inv.id, got)
+			t.Fatalf("invariant 2 violated: #%d %s, not ErrPayloadMismatch%s", inv.id, got, inv.from())
 		}
 	case expectStoreError:
 		if !errors.Is(inv.err, idempotent.ErrStore) || inv.out != "" {

@@ -38,14 +38,35 @@ func TestModel(t *testing.T) {
 			t.Parallel()
 			store := s.open(t)
 			var checks atomic.Int64
+			var st stats
 			start := time.Now()
 			rapid.Check(t, func(rt *rapid.T) {
-				m := newMachine(rt, store(), fmt.Sprintf("mc%d", checks.Add(1)))
+				m := newMachine(rt, store(), fmt.Sprintf("mc%d", checks.Add(1)), &st)
 				rt.Repeat(rapid.StateMachineActions(m))
 			})
-			t.Logf("%d runs (checks and shrinking) on the %s store in %v", checks.Load(), s.name, time.Since(start).Round(time.Millisecond))
+			t.Logf("%d runs (checks and shrinking) on the %s store in %v; %v", checks.Load(), s.name, time.Since(start).Round(time.Millisecond), &st)
 		})
 	}
+}
+
+// stats counts, over the runs on one store, how calls for one key met: in
+// one process (a wrapper's flight) and across processes (the store). The
+// log shows them, so a change that stops exercising either is seen.
+type stats struct {
+	flightInProgress, flightMismatch atomic.Int64 // answered by their wrapper's flight, no store call
+	shared                           atomic.Int64 // shared the replay of the claim they waited on
+	pastLapsed                       atomic.Int64 // went to the store past their flight's lapsed leader
+	races, waited                    atomic.Int64 // Race steps; duplicates seen waiting on a claim in flight
+	storeContended                   atomic.Int64 // refused by the store for another wrapper's INPROGRESS record
+	crossTakeovers                   atomic.Int64 // took over another wrapper's record
+}
+
+func (s *stats) String() string {
+	return fmt.Sprintf("answered by their wrapper's flight: %d ErrInProgress, %d ErrPayloadMismatch, %d shared replays; "+
+		"%d went to the store past a lapsed leader; %d races (%d seen waiting on a claim in flight); "+
+		"store refusals for another wrapper's INPROGRESS record: %d; takeovers across wrappers: %d",
+		s.flightInProgress.Load(), s.flightMismatch.Load(), s.shared.Load(), s.pastLapsed.Load(),
+		s.races.Load(), s.waited.Load(), s.storeContended.Load(), s.crossTakeovers.Load())
 }
 
 // openDynamo returns a store on a fresh table of DynamoDB Local, or skips
