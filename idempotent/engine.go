@@ -424,8 +424,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 	cancel()
 	res := Result{Response: data, Ran: true}
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
-	var ee *encodingError
-	encErr := errors.As(err, &ee) && ee.engine == e // not an inner Wrap's, returned by an outer handler
+	encErr := err != nil && e.notStoredBy(err)
 
 	if p != nil || (err != nil && !encErr) {
 		ev.Outcome, ev.Err = OutcomeHandlerError, err
@@ -489,6 +488,14 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 type encodingError struct {
 	engine *Engine
 	err    error // wraps ErrResponseEncoding
+}
+
+// notStoredBy reports whether err is e's own word that the work ran but its
+// response cannot be stored (not an inner Wrap's, returned by an outer
+// handler).
+func (e *Engine) notStoredBy(err error) bool {
+	var ee *encodingError
+	return errors.As(err, &ee) && ee.engine == e
 }
 
 func (x *encodingError) Error() string { return x.err.Error() }
