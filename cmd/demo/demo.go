@@ -54,6 +54,7 @@ type demo struct {
 	paidIn     map[string]string // paymentId → the step that created it
 	failed     int               // steps that did not turn out as told
 	firstPay   string
+	web        *web // the net/http scene
 
 	emfLines bytes.Buffer            // what the functions' EMF metrics would log
 	metrics  map[string]*emf.Metrics // per function

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -42,10 +44,55 @@ func TestDemo(t *testing.T) {
 		"400 missing-key",
 		"batchItemFailures: 3e7c9f4b, 4f8d0a5c",
 		"SKU-RED-MUG   3",
+		"driven by a real http.Client",
+		"4× 409 in-progress (Retry-After: 1)",
 	} {
 		assert.Contains(t, text, want)
 	}
 	assert.ElementsMatch(t, before, tableNames(t, client), "the demo deletes its tables")
+}
+
+// TestWebScene runs the net/http scene alone and checks what the client got
+// back and what the ledger holds.
+func TestWebScene(t *testing.T) {
+	client := localddb.TestClient(t)
+	d := newDemo(io.Discard, client, localddb.TestTables(t, client))
+	require.NoError(t, d.webStory(t.Context(), 12))
+	assert.Zero(t, d.failed, "no step turned out unexpectedly")
+
+	a := d.web.answers
+	assert.Equal(t, 201, a["new"].status)
+	assert.False(t, a["new"].replayed)
+	assert.Equal(t, 201, a["retry"].status)
+	assert.True(t, a["retry"].replayed, "Idempotent-Replayed: true")
+	assert.Equal(t, a["new"].body, a["retry"].body, "the same body")
+	assert.NotEmpty(t, a["new"].payment.PaymentID)
+
+	assert.Equal(t, 201, a["first"].status)
+	assert.False(t, a["first"].replayed)
+	for i := range concurrent - 1 {
+		dup := a[fmt.Sprint("duplicate", i)]
+		assert.Equal(t, 409, dup.status, "duplicate %d", i)
+		assert.Equal(t, "in-progress", dup.problem, "duplicate %d", i)
+		assert.Equal(t, "1", dup.retry, "duplicate %d: Retry-After", i)
+	}
+	assert.Equal(t, 201, a["after409"].status)
+	assert.True(t, a["after409"].replayed)
+	assert.Equal(t, a["first"].payment.PaymentID, a["after409"].payment.PaymentID)
+
+	assert.Equal(t, 422, a["differentBody"].status)
+	assert.Equal(t, "payload-mismatch", a["differentBody"].problem)
+	assert.Equal(t, 400, a["missingKey"].status)
+	assert.Equal(t, "missing-key", a["missingKey"].problem)
+
+	assert.Equal(t, map[string]int{"new": 1, "concurrent": 1}, d.web.added, "one ledger item per key")
+	ledger, err := localddb.Scan[payments.LedgerItem](t.Context(), client, d.tables.Payments)
+	require.NoError(t, err)
+	var ids []string
+	for _, it := range ledger {
+		ids = append(ids, it.PaymentID)
+	}
+	assert.ElementsMatch(t, []string{a["new"].payment.PaymentID, a["first"].payment.PaymentID}, ids)
 }
 
 func tableNames(t *testing.T, client *dynamodb.Client) []string {

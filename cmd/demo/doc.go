@@ -2,8 +2,10 @@
 // tables in a local DynamoDB, drives the real sample handlers
 // (functions/payments and functions/orders, wired as their main packages
 // wire them) with the sample events in events/ through
-// lambda.NewHandler(handler).Invoke, the code path of lambda.Start, prints
-// what each step did, shows the tables that prove it, and deletes the
+// lambda.NewHandler(handler).Invoke, the code path of lambda.Start, then
+// serves the payments logic (payments.NewHTTPHandler) through
+// nethttp.Middleware on a net/http server on a free loopback port, driven by
+// a real http.Client, prints what each step did, shows the tables that prove it, and deletes the
 // tables again.
 //
 // Run it with a DynamoDB Local started for it:

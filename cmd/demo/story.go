@@ -49,7 +49,7 @@ func (d *demo) story(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return d.webStory(ctx, 12)
 }
 
 func (d *demo) newPayment(ctx context.Context) error {
