@@ -32,6 +32,13 @@
 //     clients, for a small and a ~1 KB response, the failed conditional
 //     writes of replays derived from the units DynamoDB Local reports, and
 //     the result in dollars at on-demand prices (capacity.go).
+//  9. The net/http middleware (httpmw.go): in process, its cost over the
+//     bare handler for a 1 KB JSON POST, first run and replay (go test
+//     -bench of idempotent/nethttp); over real HTTP (a net/http server on
+//     loopback) on DynamoDB Local, 2's method (wrapped / bare median latency
+//     beyond the store calls' own time) and the calls per request: new key,
+//     replay, in progress on another instance and on the same one. A missed
+//     calls target makes the command fail. Alone: -only 9.
 //
 // Usage:
 //

@@ -84,7 +84,12 @@ func (b *bare) newKey(ctx context.Context, e paymentEvent) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return b.complete(ctx, id, lease, data)
+}
+
+// complete is the UpdateItem that stores a response's JSON under the lease.
+func (b *bare) complete(ctx context.Context, id, lease string, data []byte) error {
+	_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                &b.table,
 		Key:                      map[string]types.AttributeValue{"id": attrS(id)},
 		UpdateExpression:         &bareUpdate,

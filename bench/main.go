@@ -50,7 +50,7 @@ type config struct {
 	Only                                    string
 }
 
-// runs reports whether section (1 to 8) is to run.
+// runs reports whether section (1 to 9) is to run.
 func (c *config) runs(section int) bool {
 	if c.Only == "" {
 		return true
@@ -158,7 +158,18 @@ func benchMain(args []string) error {
 		})
 	}
 
-	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) {
+	// §9's in-process half runs here too, for the same reason.
+	r.http = &httpResult{}
+	if c.runs(9) {
+		section("9. net/http middleware, in process (with its build)", func() {
+			if err = runHTTPInproc(ctx, root, c.Build, c.BenchCount, c.Benchtime, r.http, progress("9 net/http in-process")); err != nil {
+				r.httpErr = err.Error()
+				progress("9 net/http in-process")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) || c.runs(9) {
 		section("warm-up", func() {
 			progress("warm-up")("DynamoDB Local's JIT: 3,000 invocations, unmeasured")
 			warmUp(ctx, client, table, tmpl, 3000)
@@ -178,6 +189,15 @@ func benchMain(args []string) error {
 			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorN, c.FloorWarmup); err != nil {
 				r.floorErr = err.Error()
 				progress("2 floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(9) && r.httpErr == "" {
+		section("9. net/http middleware over HTTP", func() {
+			if err = runHTTPLoopback(ctx, client, table, tmpl, c, r.http, progress("9 net/http")); err != nil {
+				r.httpErr = err.Error()
+				progress("9 net/http")("FAILED: " + err.Error())
 			}
 		})
 	}
@@ -261,6 +281,11 @@ func benchMain(args []string) error {
 	for _, f := range r.redisFloor {
 		if !f.callsOK() {
 			failed = append(failed, "Redis "+f.Case)
+		}
+	}
+	for _, cr := range r.http.Calls {
+		if !cr.ok() {
+			failed = append(failed, "net/http "+cr.Scenario)
 		}
 	}
 	if len(failed) > 0 {
