@@ -58,15 +58,18 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	cd functions/e2e/deployed && go vet ./...
 
 .PHONY: lint
 lint:
 	go run $(STATICCHECK) ./...
+	cd functions/e2e/deployed && go run $(STATICCHECK) ./...
 
-# Unit and integration tests of the root module, against DynamoDB Local and Redis.
+# Unit and integration tests of the root module, against DynamoDB Local and Redis, and of the deployed e2e suite's
+# own module (functions/e2e/deployed: the Lambda and SQS clients, here against fakes of their APIs).
 .PHONY: test-go
 test-go: deps-test
-	$(WITH_SERVICES) go test $(GO_TEST_FLAGS) ./...
+	$(WITH_SERVICES) bash -c 'go test $(GO_TEST_FLAGS) ./... && cd functions/e2e/deployed && go test $(GO_TEST_FLAGS) ./...'
 
 # An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand.
 .PHONY: ddb-local
@@ -74,15 +77,19 @@ ddb-local: deps-demo
 	scripts/with-dynamodb.sh bash -c 'echo "export AWS_ENDPOINT_URL_DYNAMODB=$$AWS_ENDPOINT_URL_DYNAMODB AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=$$AWS_REGION"; echo "(Ctrl-C stops it)"; while :; do sleep 3600; done'
 
 # --- Sample functions: one `bootstrap` per function for the provided.al2023 runtime (arm64 by default). ---
-FUNCTIONS     := payments orders
+# NAME:PACKAGE pairs: build/NAME/bootstrap is built from PACKAGE (infra/main.go's functionAssets lists the NAMEs).
+# payments-url is the payments API as net/http on a Function URL (lambdaurl, IAM auth).
+FUNCTIONS     := payments:./functions/payments/cmd/bootstrap orders:./functions/orders/cmd/bootstrap \
+                 payments-url:./functions/payments/cmd/url
 LAMBDA_GOARCH ?= arm64
 
 .PHONY: build
 build:
-	@for fn in $(FUNCTIONS); do \
+	@for f in $(FUNCTIONS); do \
+		fn=$${f%%:*}; pkg=$${f#*:}; \
 		echo "build/$$fn/bootstrap (linux/$(LAMBDA_GOARCH))"; \
 		GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
-			-o build/$$fn/bootstrap ./functions/$$fn/cmd/bootstrap; \
+			-o build/$$fn/bootstrap $$pkg; \
 	done
 
 # --- The CDK stack (infra/, its own Go module so library users never inherit CDK). ---
@@ -126,15 +133,17 @@ deploy-local: infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdklocal deploy $(CDK_FLAGS) --require-approval never \
 		$(LOCAL_CONTEXT) --outputs-file cdk-outputs.local.json
 
-# The end-to-end suite (functions/e2e) against the stack deploy-local put on LocalStack: payments with repeated
-# keys, SQS batches with duplicates (invoked directly, and sent through the queue and its event source mapping),
-# then the ledger and inventory tables checked. `make test` runs the same
+# The end-to-end suite (functions/e2e, run from its own module functions/e2e/deployed) against the stack
+# deploy-local put on LocalStack: payments with repeated keys, SQS batches with duplicates (invoked directly, and
+# sent through the queue and its event source mapping), then the ledger and inventory tables checked. `make test`
+# runs the same
 # suite in process on DynamoDB Local, and once more through a fake Lambda Invoke API.
 .PHONY: test-local
 test-local:
+	cd functions/e2e/deployed && \
 	IDEMKIT_STACK_OUTPUTS=$(CURDIR)/infra/cdk-outputs.local.json AWS_ENDPOINT_URL=$${AWS_ENDPOINT_URL:-http://127.0.0.1:4566} \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-		go test -count=1 -timeout 20m -run TestDeployed -v ./functions/e2e/
+		go test -count=1 -timeout 20m -run TestDeployed -v ./...
 
 # The stack tests (assertions.Template_FromStack); they start Node for jsii. The first compile of
 # aws-cdk-go takes minutes; Go's build cache keeps later runs to seconds. infra/cli_test.go also runs the pinned

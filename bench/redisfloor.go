@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // §7: the Redis store's distance from its floor, as §2 measures DynamoDB's,
@@ -231,11 +232,11 @@ type storeOnly struct {
 	store *redisstore.Store
 }
 
-func (s storeOnly) record(e paymentEvent) idempotent.Record {
+func (s storeOnly) record(e paymentEvent) storage.Record {
 	sum := sha256.Sum256([]byte(e.IdempotencyKey))
 	now := time.Now()
-	return idempotent.Record{ID: "rstore#" + hex.EncodeToString(sum[:]), Status: idempotent.StatusInProgress,
-		ExpiresAt: now.Add(time.Hour), LeaseExpiresAt: now.Add(32 * time.Second), Lease: randomHex(16), Version: idempotent.RecordVersion}
+	return storage.Record{ID: "rstore#" + hex.EncodeToString(sum[:]), Status: storage.StatusInProgress,
+		ExpiresAt: now.Add(time.Hour), LeaseExpiresAt: now.Add(32 * time.Second), Lease: randomHex(16), Version: storage.RecordVersion}
 }
 
 func (s storeOnly) newKey(ctx context.Context, e paymentEvent) error {
@@ -255,7 +256,7 @@ func (s storeOnly) newKey(ctx context.Context, e paymentEvent) error {
 	if err != nil {
 		return err
 	}
-	rec.Status, rec.Data = idempotent.StatusCompleted, append([]byte{'p'}, data...)
+	rec.Status, rec.Data = storage.StatusCompleted, append([]byte{'p'}, data...)
 	rec.ExpiresAt, rec.LeaseExpiresAt = time.Now().Add(time.Hour), time.Time{}
 	return s.store.Complete(ctx, rec)
 }

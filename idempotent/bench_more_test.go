@@ -19,34 +19,35 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // benchNullStore claims every key and accepts every completion, at no cost.
 type benchNullStore struct{}
 
-func (benchNullStore) Claim(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-	return idempotent.ClaimResult{Claimed: true}, nil
+func (benchNullStore) Claim(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	return storage.ClaimResult{Claimed: true}, nil
 }
-func (benchNullStore) Complete(context.Context, idempotent.Record) error { return nil }
-func (benchNullStore) Release(context.Context, string, string) error     { return nil }
+func (benchNullStore) Complete(context.Context, storage.Record) error { return nil }
+func (benchNullStore) Release(context.Context, string, string) error  { return nil }
 
 // benchRefusingStore refuses every claim with the same stored record, as a store
 // does for a duplicate (replay when rec is completed, ErrInProgress when not).
-type benchRefusingStore struct{ rec *idempotent.Record }
+type benchRefusingStore struct{ rec *storage.Record }
 
-func (s benchRefusingStore) Claim(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-	return idempotent.ClaimResult{Existing: s.rec}, nil
+func (s benchRefusingStore) Claim(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	return storage.ClaimResult{Existing: s.rec}, nil
 }
-func (benchRefusingStore) Complete(context.Context, idempotent.Record) error { return nil }
-func (benchRefusingStore) Release(context.Context, string, string) error     { return nil }
+func (benchRefusingStore) Complete(context.Context, storage.Record) error { return nil }
+func (benchRefusingStore) Release(context.Context, string, string) error  { return nil }
 
 // benchCaptureStore is a MemoryStore that keeps the last completed record.
 type benchCaptureStore struct {
 	idempotent.MemoryStore
-	last idempotent.Record
+	last storage.Record
 }
 
-func (s *benchCaptureStore) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *benchCaptureStore) Complete(ctx context.Context, rec storage.Record) error {
 	s.last = rec
 	return s.MemoryStore.Complete(ctx, rec)
 }
@@ -55,7 +56,7 @@ var benchQuiet = idempotent.WithLogger(slog.New(slog.DiscardHandler))
 
 // benchCompleted runs handler once through Wrap with opts and returns the
 // record it completed: a real record for a benchRefusingStore to replay.
-func benchCompleted[Out any](b *testing.B, handler func(context.Context, benchEvent) (Out, error), evt benchEvent, opts ...idempotent.Option) *idempotent.Record {
+func benchCompleted[Out any](b *testing.B, handler func(context.Context, benchEvent) (Out, error), evt benchEvent, opts ...idempotent.Option) *storage.Record {
 	b.Helper()
 	s := &benchCaptureStore{}
 	if _, err := idempotent.Wrap(s, handler, opts...)(context.Background(), evt); err != nil {
@@ -124,7 +125,7 @@ func BenchmarkFirstRunSteadyState(b *testing.B) {
 // progress: key, record ID, lease and claim record, nothing else. The
 // sub-benchmarks differ only in how the key is derived.
 func BenchmarkKeyDerivation(b *testing.B) {
-	inProgress := &idempotent.Record{Status: idempotent.StatusInProgress, Version: idempotent.RecordVersion,
+	inProgress := &storage.Record{Status: storage.StatusInProgress, Version: storage.RecordVersion,
 		ExpiresAt: time.Now().Add(time.Hour), LeaseExpiresAt: time.Now().Add(time.Minute)}
 	store := benchRefusingStore{inProgress}
 	scope := idempotent.WithScope(func(_ context.Context, e benchEvent) (string, error) { return e.Headers["idempotency-key"], nil })

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // In-process coalescing (the singleflight idea, for idempotency records).
@@ -70,7 +72,7 @@ func (f *flight) notify() {
 }
 
 // hold records that the leader claimed rec.
-func (f *flight) hold(rec *Record) {
+func (f *flight) hold(rec *storage.Record) {
 	f.mu.Lock()
 	f.holds, f.fp, f.leaseEnd = true, rec.Fingerprint, rec.LeaseExpiresAt
 	f.notify()

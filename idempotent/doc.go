@@ -2,7 +2,7 @@
 // func(context.Context, In) (Out, error)) idempotent: running an invocation twice
 // produces the same observable outcome as running it once.
 //
-// Wrap claims each idempotency key in a [Store] with one conditional write, runs the
+// Wrap claims each idempotency key in a [storage.Store] with one conditional write, runs the
 // handler once, stores its serialized response and replays that response to
 // duplicates:
 //

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 const (
@@ -40,8 +41,8 @@ const (
 // start-up, and share it.
 type Engine struct {
 	cfg   config
-	store Store
-	cache *lru.Cache[string, Record] // nil without WithLocalCache
+	store storage.Store
+	cache *lru.Cache[string, storage.Record] // nil without WithLocalCache
 
 	mu      sync.Mutex
 	flights map[string]*flight // record id -> the call of this process that holds it
@@ -88,7 +89,7 @@ type Result struct {
 // WithReplayHook) belong to typed front doors such as Wrap; NewEngine panics
 // on them, on a nil store and on an invalid prefix: programmer errors, found
 // at start-up.
-func NewEngine(store Store, opts ...Option) *Engine {
+func NewEngine(store storage.Store, opts ...Option) *Engine {
 	e := newEngine("NewEngine", store, opts)
 	for name, fn := range map[string]any{"WithKey": e.cfg.keyFn, "WithScope": e.cfg.scopeFn,
 		"WithPayloadValidation": e.cfg.payloadFn, "WithReplayHook": e.cfg.replayFn} {
@@ -99,7 +100,7 @@ func NewEngine(store Store, opts ...Option) *Engine {
 	return e
 }
 
-func newEngine(caller string, store Store, opts []Option) *Engine {
+func newEngine(caller string, store storage.Store, opts []Option) *Engine {
 	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
 		panic("idempotent: " + caller + ": nil store")
 	}
@@ -109,7 +110,7 @@ func newEngine(caller string, store Store, opts []Option) *Engine {
 	}
 	checkPrefix(e.cfg.prefix)
 	if e.cfg.cacheSize > 0 {
-		e.cache, _ = lru.New[string, Record](e.cfg.cacheSize) // size > 0: no error
+		e.cache, _ = lru.New[string, storage.Record](e.cfg.cacheSize) // size > 0: no error
 	}
 	if e.cfg.disabled {
 		e.logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
@@ -202,7 +203,7 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
 	}
 	j := &job{id: id, fp: fp, start: start, r: r}
 	if e.cache != nil {
-		if rec, ok := e.cache.Get(id); ok && !rec.expiredAt(start) {
+		if rec, ok := e.cache.Get(id); ok && !rec.Expired(start) {
 			return e.replayRecord(ctx, j, &rec, true)
 		}
 	}
@@ -292,7 +293,7 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 			}
 			return Result{}, e.finish(ctx, start, Event{Outcome: outcome, RecordID: id, Err: err})
 		}
-		if ex.Status == StatusCompleted {
+		if ex.Status == storage.StatusCompleted {
 			r, err := e.replayRecord(ctx, j, ex, false)
 			if err == nil {
 				j.f.share(&r, ex.Fingerprint)
@@ -319,22 +320,22 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 // then the key would answer "in progress" for a whole lease though nothing
 // ran. The release is fenced by this claim's lease, so it deletes nothing but
 // this claim's own record; if it fails too, the lease ends the record.
-func (e *Engine) forgetClaim(ctx context.Context, rec Record) {
+func (e *Engine) forgetClaim(ctx context.Context, rec storage.Record) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
 	defer cancel()
-	_ = e.store.Release(fctx, rec.ID, rec.Lease) // best effort; ErrLeaseLost means another owner holds it
+	_ = e.store.Release(fctx, rec.ID, rec.Lease) // best effort; storage.ErrLeaseLost means another owner holds it
 }
 
 // checkExisting vets the record that refused a claim before it is used.
-func checkExisting(ex *Record, fp string) error {
+func checkExisting(ex *storage.Record, fp string) error {
 	switch {
 	case ex == nil:
 		return fmt.Errorf("%w: store refused the claim without returning the record", ErrCorruptRecord)
-	case ex.Version != RecordVersion:
-		return fmt.Errorf("%w: record version %d (this library reads %d)", ErrCorruptRecord, ex.Version, RecordVersion)
-	case ex.Status != StatusCompleted && ex.Status != StatusInProgress:
+	case ex.Version != storage.RecordVersion:
+		return fmt.Errorf("%w: record version %d (this library reads %d)", ErrCorruptRecord, ex.Version, storage.RecordVersion)
+	case ex.Status != storage.StatusCompleted && ex.Status != storage.StatusInProgress:
 		return fmt.Errorf("%w: unknown status %q", ErrCorruptRecord, ex.Status)
-	case ex.Status == StatusInProgress && ex.LeaseExpiresAt.IsZero():
+	case ex.Status == storage.StatusInProgress && ex.LeaseExpiresAt.IsZero():
 		return fmt.Errorf("%w: in-progress record without a lease end", ErrCorruptRecord)
 	case fp != ex.Fingerprint && fp != "":
 		return ErrPayloadMismatch
@@ -368,20 +369,20 @@ func reserve(budget time.Duration) time.Duration {
 // newRecord builds the INPROGRESS record of a claim. The stored lease ends a
 // clock-skew margin after this invocation's budget, and the record never
 // expires before its lease.
-func (e *Engine) newRecord(id, fp string, now time.Time, budget time.Duration) Record {
+func (e *Engine) newRecord(id, fp string, now time.Time, budget time.Duration) storage.Record {
 	leaseEnd := now.Add(budget + e.cfg.clockSkew)
 	expires := now.Add(e.cfg.expiry)
 	if expires.Before(leaseEnd) {
 		expires = leaseEnd
 	}
-	return Record{
+	return storage.Record{
 		ID:             id,
-		Status:         StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      ceilSecond(expires),
 		LeaseExpiresAt: time.UnixMilli(leaseEnd.UnixMilli()),
 		Lease:          newLease(),
 		Fingerprint:    fp,
-		Version:        RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
@@ -395,13 +396,13 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the work under the claimed record, to stop by workDeadline,
 // and settles the record.
-func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.Time, tookOver bool) (Result, error) {
+func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, tookOver bool) (Result, error) {
 	start := j.start
 	// The work must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	wctx, cancel := context.WithDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, workDeadline)
+	wctx, cancel := withLazyDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, workDeadline)
 	if werr := wctx.Err(); werr != nil {
 		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
@@ -445,7 +446,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 	}
 
 	done := rec
-	done.Status = StatusCompleted
+	done.Status = storage.StatusCompleted
 	done.LeaseExpiresAt = time.Time{}
 	done.ExpiresAt = ceilSecond(e.cfg.now().Add(e.cfg.expiry))
 	ev.Outcome = OutcomeExecuted
@@ -456,7 +457,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec Record, workDeadline time.
 	}
 
 	cerr := e.completeRecord(ctx, done)
-	if errors.Is(cerr, ErrTooLarge) {
+	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, cerr
 		cerr = e.completeRecord(ctx, done)
@@ -502,7 +503,7 @@ func (x *encodingError) Error() string { return x.err.Error() }
 func (x *encodingError) Unwrap() error { return x.err }
 
 func outcomeOfFinish(err error) Outcome {
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, storage.ErrLeaseLost) {
 		return OutcomeLeaseLost
 	}
 	return OutcomeStoreError
@@ -548,14 +549,14 @@ func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, max(time.Until(deadline), minFinish))
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	return withLazyDeadline(context.WithoutCancel(ctx), time.Now().Add(timeout))
 }
 
-func (e *Engine) completeRecord(ctx context.Context, rec Record) error {
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record) error {
 	fctx, cancel := finishContext(ctx)
 	defer cancel()
 	if err := e.store.Complete(fctx, rec); err != nil {
-		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTooLarge) {
+		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
 			return err
 		}
 		return fmt.Errorf("%w: complete: %w", ErrStore, err)
@@ -563,11 +564,11 @@ func (e *Engine) completeRecord(ctx context.Context, rec Record) error {
 	return nil
 }
 
-func (e *Engine) releaseRecord(ctx context.Context, rec Record) error {
+func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
 	fctx, cancel := finishContext(ctx)
 	defer cancel()
 	if err := e.store.Release(fctx, rec.ID, rec.Lease); err != nil {
-		if errors.Is(err, ErrLeaseLost) {
+		if errors.Is(err, storage.ErrLeaseLost) {
 			return err
 		}
 		return fmt.Errorf("%w: release: %w", ErrStore, err)
@@ -576,7 +577,7 @@ func (e *Engine) releaseRecord(ctx context.Context, rec Record) error {
 }
 
 // replayRecord answers a duplicate from a completed record.
-func (e *Engine) replayRecord(ctx context.Context, j *job, rec *Record, fromCache bool) (Result, error) {
+func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, fromCache bool) (Result, error) {
 	start := j.start
 	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache}
 	if j.fp != "" && j.fp != rec.Fingerprint {

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// The first byte of Record.Data says how the rest is encoded. New tags may be
+// The first byte of storage.Record.Data says how the rest is encoded. New tags may be
 // added; an unknown tag is a corrupt record, never misread.
 const (
 	tagPlain      = 'p' // codec bytes as they are

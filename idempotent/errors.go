@@ -1,6 +1,10 @@
 package idempotent
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
+)
 
 // Errors returned by wrapped functions. Match them with errors.Is; a returned
 // error may wrap a sentinel together with its cause (for example ErrStore and
@@ -44,14 +48,7 @@ var (
 
 	// ErrCorruptRecord: a stored record cannot be decoded or is of an unknown
 	// format version; it is never replayed. Not retryable until it expires.
-	ErrCorruptRecord = errors.New("idempotent: corrupt or foreign record")
-
-	// ErrLeaseLost is returned by a Store when a fenced completion or release
-	// finds the record owned by another lease (a takeover happened). Wrapped
-	// functions report it to the outcome hook and the log, not to the caller.
-	ErrLeaseLost = errors.New("idempotent: lease lost to another invocation")
-
-	// ErrTooLarge is returned by a Store whose Complete cannot hold a record
-	// that large. The wrapper then completes the record without its response.
-	ErrTooLarge = errors.New("idempotent: record too large for the store")
+	// It is storage.ErrCorruptRecord, which stores return, under the name
+	// callers use (as os.ErrNotExist is fs.ErrNotExist).
+	ErrCorruptRecord = storage.ErrCorruptRecord
 )

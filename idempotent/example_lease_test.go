@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // leaseSpy is a MemoryStore that remembers the lease end of the last claim.
@@ -18,7 +19,7 @@ type leaseSpy struct {
 	leaseEnd time.Time
 }
 
-func (s *leaseSpy) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *leaseSpy) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	s.leaseEnd = rec.LeaseExpiresAt
 	return s.MemoryStore.Claim(ctx, rec, now)
 }

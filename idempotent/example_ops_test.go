@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// downStore is a Store whose table is unreachable.
+// downStore is a storage.Store whose table is unreachable.
 type downStore struct{}
 
-func (downStore) Claim(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-	return idempotent.ClaimResult{}, errors.New("ThrottlingException: rate exceeded")
+func (downStore) Claim(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	return storage.ClaimResult{}, errors.New("ThrottlingException: rate exceeded")
 }
-func (downStore) Complete(context.Context, idempotent.Record) error { return nil }
-func (downStore) Release(context.Context, string, string) error     { return nil }
+func (downStore) Complete(context.Context, storage.Record) error { return nil }
+func (downStore) Release(context.Context, string, string) error  { return nil }
 
 // Each invocation logs one line, "idempotent: <outcome>", with the hashed
 // record ID (never the raw key or payload). Lambda reads JSON lines on

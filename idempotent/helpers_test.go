@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // clock is a settable time source for lease and expiry tests that never sleep.
@@ -36,27 +37,27 @@ type spyStore struct {
 	claims, completes, releases atomic.Int32
 
 	mu         sync.Mutex
-	lastClaim  idempotent.Record
+	lastClaim  storage.Record
 	claimErr   error
-	completeFn func(idempotent.Record) error
+	completeFn func(storage.Record) error
 	releaseErr error
 }
 
 func newSpyStore() *spyStore { return &spyStore{MemoryStore: idempotent.NewMemoryStore()} }
 
-func (s *spyStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *spyStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	s.claims.Add(1)
 	s.mu.Lock()
 	s.lastClaim = rec
 	err := s.claimErr
 	s.mu.Unlock()
 	if err != nil {
-		return idempotent.ClaimResult{}, err
+		return storage.ClaimResult{}, err
 	}
 	return s.MemoryStore.Claim(ctx, rec, now)
 }
 
-func (s *spyStore) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *spyStore) Complete(ctx context.Context, rec storage.Record) error {
 	s.completes.Add(1)
 	s.mu.Lock()
 	fn := s.completeFn
@@ -84,7 +85,7 @@ func (s *spyStore) calls() int {
 	return int(s.claims.Load() + s.completes.Load() + s.releases.Load())
 }
 
-func (s *spyStore) claimed() idempotent.Record {
+func (s *spyStore) claimed() storage.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastClaim

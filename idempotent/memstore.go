@@ -5,62 +5,60 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// DefaultMaxItemBytes is the item size limit the memory store enforces by
-// default: DynamoDB's 400 KB, so tests against it meet the same limit.
-const DefaultMaxItemBytes = 400 << 10
-
-// MemoryStore is a Store held in process memory, with the same semantics as
+// MemoryStore is a storage.Store held in process memory, with the same semantics as
 // the DynamoDB store, for unit tests, demos and single-process use. Records
 // are lost when the process ends. The zero value is ready to use and enforces
-// DefaultMaxItemBytes. A MemoryStore is safe for concurrent use.
+// storage.DefaultMaxItemBytes. A MemoryStore is safe for concurrent use.
 type MemoryStore struct {
-	// MaxItemBytes overrides DefaultMaxItemBytes when positive.
+	// MaxItemBytes overrides storage.DefaultMaxItemBytes when positive.
 	MaxItemBytes int
 
 	mu      sync.Mutex
-	records map[string]Record
+	records map[string]storage.Record
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ storage.Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
-// Claim implements Store.
-func (s *MemoryStore) Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error) {
+// Claim implements storage.Store.
+func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ClaimResult{}, err
+		return storage.ClaimResult{}, err
 	}
 	rec = normalize(rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, exists := s.records[rec.ID]
 	if exists && old.Lease != rec.Lease && !old.Replaceable(&rec, now) {
-		return ClaimResult{Existing: cloneRecord(&old)}, nil
+		return storage.ClaimResult{Existing: cloneRecord(&old)}, nil
 	}
 	if s.records == nil {
-		s.records = make(map[string]Record)
+		s.records = make(map[string]storage.Record)
 	}
 	s.records[rec.ID] = cloneValue(rec)
-	tookOver := exists && old.Lease != rec.Lease && old.Status == StatusInProgress
-	return ClaimResult{Claimed: true, TookOver: tookOver}, nil
+	tookOver := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
+	return storage.ClaimResult{Claimed: true, TookOver: tookOver}, nil
 }
 
-// Complete implements Store.
-func (s *MemoryStore) Complete(ctx context.Context, rec Record) error {
+// Complete implements storage.Store.
+func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if size, limit := recordSize(&rec), s.limit(); size > limit {
-		return fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, size, limit)
+		return fmt.Errorf("%w: %d bytes (limit %d)", storage.ErrTooLarge, size, limit)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
 	if !ok || old.Lease != rec.Lease {
-		return ErrLeaseLost
+		return storage.ErrLeaseLost
 	}
 	old.Status = rec.Status
 	old.Data = append([]byte(nil), rec.Data...)
@@ -70,7 +68,7 @@ func (s *MemoryStore) Complete(ctx context.Context, rec Record) error {
 	return nil
 }
 
-// Release implements Store.
+// Release implements storage.Store.
 func (s *MemoryStore) Release(ctx context.Context, id, lease string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -82,7 +80,7 @@ func (s *MemoryStore) Release(ctx context.Context, id, lease string) error {
 		return nil
 	}
 	if old.Lease != lease {
-		return ErrLeaseLost
+		return storage.ErrLeaseLost
 	}
 	delete(s.records, id)
 	return nil
@@ -92,12 +90,12 @@ func (s *MemoryStore) limit() int {
 	if s.MaxItemBytes > 0 {
 		return s.MaxItemBytes
 	}
-	return DefaultMaxItemBytes
+	return storage.DefaultMaxItemBytes
 }
 
 // recordSize estimates a record's size the way DynamoDB counts an item: the
 // lengths of attribute names and values, with the default attribute names.
-func recordSize(r *Record) int {
+func recordSize(r *storage.Record) int {
 	const numberBytes = 21 // a stored number's worst case
 	return len("id") + len(r.ID) +
 		len("status") + len(r.Status) +
@@ -109,7 +107,7 @@ func recordSize(r *Record) int {
 }
 
 // normalize truncates times to the precision the DynamoDB store keeps.
-func normalize(r Record) Record {
+func normalize(r storage.Record) storage.Record {
 	r.ExpiresAt = time.Unix(r.ExpiresAt.Unix(), 0)
 	if !r.LeaseExpiresAt.IsZero() {
 		r.LeaseExpiresAt = time.UnixMilli(r.LeaseExpiresAt.UnixMilli())
@@ -117,12 +115,12 @@ func normalize(r Record) Record {
 	return r
 }
 
-func cloneValue(r Record) Record {
+func cloneValue(r storage.Record) storage.Record {
 	r.Data = append([]byte(nil), r.Data...)
 	return r
 }
 
-func cloneRecord(r *Record) *Record {
+func cloneRecord(r *storage.Record) *storage.Record {
 	c := cloneValue(*r)
 	return &c
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // quiet keeps the expected error logs of these tests out of the output.
@@ -79,7 +80,7 @@ type slowClaimStore struct {
 	delay time.Duration
 }
 
-func (s *slowClaimStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *slowClaimStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	res, err := s.spyStore.Claim(ctx, rec, now)
 	time.Sleep(s.delay)
 	return res, err

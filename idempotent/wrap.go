@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Wrap returns handler made idempotent: the first invocation for a key runs
@@ -21,7 +23,7 @@ import (
 // replays. Wrap panics if store or handler is nil, if a generic option was
 // instantiated with a type other than the handler's input or output type, or
 // if the codec cannot give the output type back (see WithCodec).
-func Wrap[In, Out any](store Store, handler func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
+func Wrap[In, Out any](store storage.Store, handler func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
 	return newWrapper(store, handler, opts).invoke
 }
 
@@ -35,7 +37,7 @@ type wrapper[In, Out any] struct {
 	rt      *replayCheck // nil for a custom codec; see WithCodec
 }
 
-func newWrapper[In, Out any](store Store, handler func(context.Context, In) (Out, error), opts []Option) *wrapper[In, Out] {
+func newWrapper[In, Out any](store storage.Store, handler func(context.Context, In) (Out, error), opts []Option) *wrapper[In, Out] {
 	if handler == nil {
 		panic("idempotent: Wrap: nil handler")
 	}

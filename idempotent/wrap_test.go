@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -448,7 +449,7 @@ func TestClaimFailureDoesNotRun(t *testing.T) {
 func TestCompletionFailureKeepsResponse(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
-	store.completeFn = func(idempotent.Record) error { return errors.New("service unavailable") }
+	store.completeFn = func(storage.Record) error { return errors.New("service unavailable") }
 	var c counter
 	var got outcomes
 	var logs bytes.Buffer
@@ -667,16 +668,16 @@ func TestCorruptRecords(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		mutate func(*idempotent.Record)
+		mutate func(*storage.Record)
 	}{
-		{name: "foreign version", mutate: func(r *idempotent.Record) { r.Version = 0 }},
-		{name: "future version", mutate: func(r *idempotent.Record) { r.Version = idempotent.RecordVersion + 1 }},
-		{name: "unknown status", mutate: func(r *idempotent.Record) { r.Status = "DONE" }},
-		{name: "completed without data", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = nil }},
-		{name: "unknown data encoding", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = []byte("?garbage") }},
-		{name: "bad compressed data", mutate: func(r *idempotent.Record) { r.Status = idempotent.StatusCompleted; r.Data = []byte("z\x00\x01") }},
-		{name: "response of another type", mutate: func(r *idempotent.Record) {
-			r.Status = idempotent.StatusCompleted
+		{name: "foreign version", mutate: func(r *storage.Record) { r.Version = 0 }},
+		{name: "future version", mutate: func(r *storage.Record) { r.Version = storage.RecordVersion + 1 }},
+		{name: "unknown status", mutate: func(r *storage.Record) { r.Status = "DONE" }},
+		{name: "completed without data", mutate: func(r *storage.Record) { r.Status = storage.StatusCompleted; r.Data = nil }},
+		{name: "unknown data encoding", mutate: func(r *storage.Record) { r.Status = storage.StatusCompleted; r.Data = []byte("?garbage") }},
+		{name: "bad compressed data", mutate: func(r *storage.Record) { r.Status = storage.StatusCompleted; r.Data = []byte("z\x00\x01") }},
+		{name: "response of another type", mutate: func(r *storage.Record) {
+			r.Status = storage.StatusCompleted
 			r.Data = []byte(`p["not","a","receipt"]`)
 		}},
 	}
@@ -697,12 +698,12 @@ func TestCorruptRecords(t *testing.T) {
 // refusingStore refuses every claim with the claimed record, mutated.
 type refusingStore struct {
 	idempotent.MemoryStore
-	mutate func(*idempotent.Record)
+	mutate func(*storage.Record)
 }
 
-func (s *refusingStore) Claim(_ context.Context, rec idempotent.Record, _ time.Time) (idempotent.ClaimResult, error) {
+func (s *refusingStore) Claim(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
 	s.mutate(&rec)
-	return idempotent.ClaimResult{Existing: &rec}, nil
+	return storage.ClaimResult{Existing: &rec}, nil
 }
 
 func TestConcurrentDuplicatesRunOnce(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // TestUnserializableResponse: a response the codec cannot encode. The
@@ -45,7 +46,7 @@ func TestUnserializableResponse(t *testing.T) {
 	ev := seen.last(t)
 	assert.Equal(t, idempotent.OutcomeNotStored, ev.Outcome)
 	item := e.record(t, ev.RecordID)
-	assert.Equal(t, string(idempotent.StatusCompleted), str(item, "status"))
+	assert.Equal(t, string(storage.StatusCompleted), str(item, "status"))
 	assert.Equal(t, []byte("n"), bin(item, "data"), "completed without a response")
 
 	_, err = wrapped(ctxTimeout(t, 10*time.Second), in)

@@ -22,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 type item = map[string]types.AttributeValue
@@ -40,7 +41,7 @@ func completedItem(id string, data []byte) item {
 		"expiration": n(time.Now().Add(time.Hour).Unix()),
 		"lease":      s("lease-of-someone"),
 		"data":       b(data),
-		"version":    n(idempotent.RecordVersion),
+		"version":    n(storage.RecordVersion),
 	}
 }
 
@@ -222,7 +223,7 @@ func TestCorruptRecordExpired(t *testing.T) {
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), out.Run)
-	assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, id), "status"))
+	assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, id), "status"))
 }
 
 // TestInProgressWithoutLeaseEnd: an INPROGRESS item that lacks

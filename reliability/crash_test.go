@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/payments"
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The crashee binary is built once per test binary, into a temporary
@@ -231,7 +231,7 @@ func TestCrashKill9(t *testing.T) {
 	require.ErrorContains(t, crashed.err, "killed")
 
 	rec := e.onlyRecord(t)
-	assert.Equal(t, string(idempotent.StatusInProgress), rec["status"], "the crashed owner's record stays INPROGRESS")
+	assert.Equal(t, string(storage.StatusInProgress), rec["status"], "the crashed owner's record stays INPROGRESS")
 	leaseEnd := parseMillis(t, rec["in_progress_expiration"])
 	lease := testLease + 100*time.Millisecond
 	between(t, "lease end", leaseEnd, started.Add(lease-time.Millisecond), claimedBy.Add(lease))
@@ -253,7 +253,7 @@ func TestCrashKill9(t *testing.T) {
 	assert.Equal(t, firstPayment, took.payment.PaymentID, "the takeover answers with the first run's payment")
 	assertOnePayment(t, e.ledger(t), processorKey, took.payment.PaymentID)
 	rec = e.onlyRecord(t)
-	assert.Equal(t, string(idempotent.StatusCompleted), rec["status"])
+	assert.Equal(t, string(storage.StatusCompleted), rec["status"])
 
 	replay := startCrashee(t, e, key).response()
 	require.Equal(t, http.StatusCreated, replay.StatusCode)
@@ -309,7 +309,7 @@ func TestPauseLeaseLost(t *testing.T) {
 	assert.Contains(t, lost[0]["error"], "lease lost")
 
 	rec := e.onlyRecord(t)
-	assert.Equal(t, string(idempotent.StatusCompleted), rec["status"])
+	assert.Equal(t, string(storage.StatusCompleted), rec["status"])
 	replay := startCrashee(t, e, key).response()
 	assert.True(t, replay.replayed())
 	assert.Equal(t, took.payment, replay.payment, "the stored response is the second invocation's")

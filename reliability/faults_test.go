@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // charge is the input of the handlers these tests wrap; ID is the key.
@@ -86,7 +87,7 @@ func TestClaimFaultsAreRetriedBySDK(t *testing.T) {
 			assert.Equal(t, int32(1), h.runs.Load())
 			ev := seen.last(t)
 			assert.Equal(t, idempotent.OutcomeExecuted, ev.Outcome)
-			assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
+			assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
 		})
 	}
 }
@@ -193,7 +194,7 @@ func TestClaimLostResponse(t *testing.T) {
 	ev := seen.last(t)
 	assert.Equal(t, idempotent.OutcomeExecuted, ev.Outcome)
 	assert.False(t, ev.TookOver, "its own record, not a takeover")
-	assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
+	assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
 }
 
 // TestClaimOutcomeUnknown: the claim was written, its response lost, and every
@@ -238,7 +239,7 @@ func TestClaimOutcomeUnknown(t *testing.T) {
 				assert.Empty(t, e.inProgress(t))
 				return
 			}
-			assert.Equal(t, string(idempotent.StatusInProgress), str(e.record(t, id), "status"), "the lost claim holds the key")
+			assert.Equal(t, string(storage.StatusInProgress), str(e.record(t, id), "status"), "the lost claim holds the key")
 			_, err = wrapped(ctxTimeout(t, 10*time.Second), in)
 			require.ErrorIs(t, err, idempotent.ErrInProgress)
 			clk.advance(pastLease) // past the lost claim's lease
@@ -423,7 +424,7 @@ func TestCompleteRetried(t *testing.T) {
 			assert.Equal(t, 2, e.faults.count("UpdateItem"))
 			ev := seen.last(t)
 			assert.Equal(t, idempotent.OutcomeExecuted, ev.Outcome)
-			assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
+			assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
 			out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
 			require.NoError(t, err)
 			assert.Equal(t, receipt{ChargeID: in.ID, Run: 1}, out, "replayed")
@@ -455,7 +456,7 @@ func TestCompleteFails(t *testing.T) {
 	assert.True(t, ev.HandlerRan)
 	assert.ErrorIs(t, ev.Err, idempotent.ErrStore)
 	item := e.record(t, ev.RecordID)
-	assert.Equal(t, string(idempotent.StatusInProgress), str(item, "status"), "left to its lease")
+	assert.Equal(t, string(storage.StatusInProgress), str(item, "status"), "left to its lease")
 	assert.NotEmpty(t, num(item, "in_progress_expiration"))
 
 	lines := logs.find(t, map[string]any{"level": "ERROR", "outcome": "store_error"})
@@ -477,7 +478,7 @@ func TestCompleteFails(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), out.Run, "the retry took over and ran the handler again, by design")
 	assert.True(t, seen.last(t).TookOver)
-	assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
+	assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, ev.RecordID), "status"))
 	again, err := wrapped(ctxTimeout(t, 10*time.Second), in)
 	require.NoError(t, err)
 	assert.Equal(t, out, again, "the takeover's response is replayed")
@@ -500,7 +501,7 @@ func TestCompleteWithinDeadline(t *testing.T) {
 	assert.Less(t, elapsed, 2500*time.Millisecond, "bounded by the deadline")
 	assert.GreaterOrEqual(t, e.faults.count("UpdateItem"), 3, "retried meanwhile")
 	assert.Equal(t, idempotent.OutcomeStoreError, seen.last(t).Outcome)
-	assert.Equal(t, string(idempotent.StatusInProgress), str(e.record(t, seen.last(t).RecordID), "status"))
+	assert.Equal(t, string(storage.StatusInProgress), str(e.record(t, seen.last(t).RecordID), "status"))
 }
 
 // TestCompleteAfterCancel: an invocation context cancelled by the time the
@@ -519,7 +520,7 @@ func TestCompleteAfterCancel(t *testing.T) {
 	_, err := wrapped(ctx, charge{ID: newKey(t)})
 	require.NoError(t, err)
 	assert.Equal(t, idempotent.OutcomeExecuted, seen.last(t).Outcome)
-	assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, seen.last(t).RecordID), "status"))
+	assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, seen.last(t).RecordID), "status"))
 }
 
 // TestReleaseRetried: a release (after a handler error) answered with a 5xx or
@@ -570,7 +571,7 @@ func TestReleaseFails(t *testing.T) {
 	assert.Equal(t, idempotent.OutcomeStoreError, ev.Outcome)
 	assert.ErrorIs(t, ev.Err, errHandler)
 	assert.ErrorIs(t, ev.Err, idempotent.ErrStore)
-	assert.Equal(t, string(idempotent.StatusInProgress), str(e.record(t, ev.RecordID), "status"))
+	assert.Equal(t, string(storage.StatusInProgress), str(e.record(t, ev.RecordID), "status"))
 	require.Len(t, logs.find(t, map[string]any{"level": "ERROR", "outcome": "store_error", "handler_ran": true}), 1)
 
 	e.faults.disarm()
@@ -633,7 +634,7 @@ func TestFenceCompletion(t *testing.T) {
 	assert.Equal(t, int32(1), resA.out.Run)
 	evA := seenA.last(t)
 	assert.Equal(t, idempotent.OutcomeLeaseLost, evA.Outcome)
-	assert.ErrorIs(t, evA.Err, idempotent.ErrLeaseLost)
+	assert.ErrorIs(t, evA.Err, storage.ErrLeaseLost)
 	require.Len(t, logsA.find(t, map[string]any{"level": "ERROR", "outcome": "lease_lost"}), 1)
 
 	assert.Equal(t, before, e.record(t, invA.RecordID), "A wrote nothing")
@@ -692,11 +693,11 @@ func TestFenceRelease(t *testing.T) {
 			item := e.record(t, evA.RecordID)
 			require.NotNil(t, item, "A did not delete B's record")
 			if !ownerDone {
-				assert.Equal(t, string(idempotent.StatusInProgress), str(item, "status"))
+				assert.Equal(t, string(storage.StatusInProgress), str(item, "status"))
 				close(bRelease)
 				require.NoError(t, <-errB)
 			}
-			assert.Equal(t, string(idempotent.StatusCompleted), str(e.record(t, evA.RecordID), "status"))
+			assert.Equal(t, string(storage.StatusCompleted), str(e.record(t, evA.RecordID), "status"))
 		})
 	}
 }
@@ -710,8 +711,8 @@ func TestFenceStoreLevel(t *testing.T) {
 	store := dynamostore.New(e.client, e.tables.Idempotency)
 	ctx := ctxTimeout(t, 10*time.Second)
 	now := time.Now()
-	old := idempotent.Record{ID: "reliability#" + newKey(t), Status: idempotent.StatusInProgress, ExpiresAt: now.Add(time.Hour),
-		LeaseExpiresAt: now.Add(time.Second), Lease: "lease-old", Version: idempotent.RecordVersion}
+	old := storage.Record{ID: "reliability#" + newKey(t), Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+		LeaseExpiresAt: now.Add(time.Second), Lease: "lease-old", Version: storage.RecordVersion}
 	res, err := store.Claim(ctx, old, now)
 	require.NoError(t, err)
 	require.True(t, res.Claimed)
@@ -726,15 +727,15 @@ func TestFenceStoreLevel(t *testing.T) {
 	before := e.record(t, old.ID)
 
 	stale := old
-	stale.Status, stale.LeaseExpiresAt, stale.Data = idempotent.StatusCompleted, time.Time{}, []byte("p\"stale\"")
-	require.ErrorIs(t, store.Complete(ctx, stale), idempotent.ErrLeaseLost)
-	require.ErrorIs(t, store.Release(ctx, old.ID, old.Lease), idempotent.ErrLeaseLost)
+	stale.Status, stale.LeaseExpiresAt, stale.Data = storage.StatusCompleted, time.Time{}, []byte("p\"stale\"")
+	require.ErrorIs(t, store.Complete(ctx, stale), storage.ErrLeaseLost)
+	require.ErrorIs(t, store.Release(ctx, old.ID, old.Lease), storage.ErrLeaseLost)
 	assert.Equal(t, before, e.record(t, old.ID), "the new owner's record is untouched")
 
 	done := cur
-	done.Status, done.LeaseExpiresAt, done.Data = idempotent.StatusCompleted, time.Time{}, []byte("p\"new\"")
+	done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p\"new\"")
 	require.NoError(t, store.Complete(ctx, done))
-	require.ErrorIs(t, store.Complete(ctx, stale), idempotent.ErrLeaseLost)
-	require.ErrorIs(t, store.Release(ctx, old.ID, old.Lease), idempotent.ErrLeaseLost)
+	require.ErrorIs(t, store.Complete(ctx, stale), storage.ErrLeaseLost)
+	require.ErrorIs(t, store.Release(ctx, old.ID, old.Lease), storage.ErrLeaseLost)
 	assert.Equal(t, []byte("p\"new\""), bin(e.record(t, old.ID), "data"))
 }

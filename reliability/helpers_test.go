@@ -23,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
@@ -226,7 +227,7 @@ func (e *env) inProgress(t testing.TB) []string {
 	t.Helper()
 	var ids []string
 	for _, it := range e.records(t) {
-		if str(it, "status") == string(idempotent.StatusInProgress) {
+		if str(it, "status") == string(storage.StatusInProgress) {
 			ids = append(ids, str(it, "id"))
 		}
 	}
@@ -294,7 +295,7 @@ func errString(err error) string {
 
 // wrapCounter wraps the handle method of a new counter on store, keyed by the
 // charge's ID and reporting to a new outcomes, with opts after those.
-func wrapCounter(store idempotent.Store, opts ...idempotent.Option) (func(context.Context, charge) (receipt, error), *counter, *outcomes) {
+func wrapCounter(store storage.Store, opts ...idempotent.Option) (func(context.Context, charge) (receipt, error), *counter, *outcomes) {
 	h, seen := &counter{}, &outcomes{}
 	opts = append([]idempotent.Option{idempotent.WithKey(byID), seen.hook()}, opts...)
 	return idempotent.Wrap(store, h.handle, opts...), h, seen
@@ -302,7 +303,7 @@ func wrapCounter(store idempotent.Store, opts ...idempotent.Option) (func(contex
 
 // wrapCreatedV2 wraps, with the API Gateway adapter on store, an HTTP API
 // handler that answers 201 "created"; runs counts its executions.
-func wrapCreatedV2(store idempotent.Store) (handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), runs *atomic.Int32) {
+func wrapCreatedV2(store storage.Store) (handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), runs *atomic.Int32) {
 	runs = &atomic.Int32{}
 	return apigateway.WrapV2(store, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		runs.Add(1)
@@ -312,7 +313,7 @@ func wrapCreatedV2(store idempotent.Store) (handler func(context.Context, events
 
 // wrapBatch wraps, with the SQS adapter on store, a handler of charges keyed
 // by their ID that succeeds; runs counts its executions.
-func wrapBatch(store idempotent.Store) (handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), runs *atomic.Int32) {
+func wrapBatch(store storage.Store) (handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), runs *atomic.Int32) {
 	runs = &atomic.Int32{}
 	return sqsbatch.Wrap(store, func(context.Context, charge) error {
 		runs.Add(1)

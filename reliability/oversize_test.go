@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // randomText is n bytes of base64 of random bytes: valid UTF-8 that needs no
@@ -108,9 +109,9 @@ func TestOversizedResponses(t *testing.T) {
 			require.True(t, out == tt.body, "the original response, unchanged")
 			ev := seen.last(t)
 			item := e.record(t, ev.RecordID)
-			assert.Equal(t, string(idempotent.StatusCompleted), str(item, "status"), "never left INPROGRESS")
+			assert.Equal(t, string(storage.StatusCompleted), str(item, "status"), "never left INPROGRESS")
 			data := bin(item, "data")
-			assert.LessOrEqual(t, len(data), idempotent.DefaultMaxItemBytes)
+			assert.LessOrEqual(t, len(data), storage.DefaultMaxItemBytes)
 			tag, raw := storedData(t, data)
 			assert.Equal(t, string(tt.tag), string(tag), "stored data: %d bytes", len(data))
 
@@ -122,7 +123,7 @@ func TestOversizedResponses(t *testing.T) {
 				assert.Equal(t, fmt.Sprintf("%q", tt.body), string(raw), "the stored JSON")
 			} else {
 				assert.Equal(t, idempotent.OutcomeNotStored, ev.Outcome)
-				assert.ErrorIs(t, ev.Err, idempotent.ErrTooLarge)
+				assert.ErrorIs(t, ev.Err, storage.ErrTooLarge)
 				require.Len(t, logs.find(t, map[string]any{"outcome": "not_stored", "level": "ERROR"}), 1)
 				require.ErrorIs(t, err, idempotent.ErrResponseNotStored)
 				assert.Empty(t, again)

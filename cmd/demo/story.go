@@ -15,6 +15,7 @@ import (
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -212,10 +213,10 @@ func (d *demo) secondCaller(ctx context.Context) error {
 // crashingStore loses completions, as if the process died between the side
 // effect and the completion: the record stays in progress until its lease
 // ends.
-type crashingStore struct{ idempotent.Store }
+type crashingStore struct{ storage.Store }
 
 // Complete fails without writing: the process "died" first.
-func (crashingStore) Complete(context.Context, idempotent.Record) error {
+func (crashingStore) Complete(context.Context, storage.Record) error {
 	return errors.New("demo: the process crashed")
 }
 

@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/idemkit/idemkit/internal/localddb"
 )
@@ -18,26 +13,6 @@ import (
 // infra/cdk-outputs.local.json). When it is set, the suite runs against that
 // deployed stack.
 const StackOutputsEnv = "IDEMKIT_STACK_OUTPUTS"
-
-// LambdaInvoker invokes a deployed function through the Lambda Invoke API
-// (RequestResponse), as API Gateway and the SQS event source do. A function
-// error (an unhandled error or a crash) is returned as an error.
-func LambdaInvoker(client *awslambda.Client, functionName string) Invoker {
-	return func(ctx context.Context, event []byte) ([]byte, error) {
-		out, err := client.Invoke(ctx, &awslambda.InvokeInput{
-			FunctionName:   aws.String(functionName),
-			InvocationType: types.InvocationTypeRequestResponse,
-			Payload:        event,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("e2e: invoke %s: %w", functionName, err)
-		}
-		if out.FunctionError != nil {
-			return nil, fmt.Errorf("e2e: %s failed (%s): %s", functionName, *out.FunctionError, out.Payload)
-		}
-		return out.Payload, nil
-	}
-}
 
 // StackOutputs are the outputs of the Idemkit stack the suite needs.
 type StackOutputs struct {

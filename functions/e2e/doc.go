@@ -9,12 +9,12 @@
 // the inventory. This package's tests run it in process, through
 // lambda.NewHandler(handler).Invoke (the code path of lambda.Start), against
 // in-memory fakes and against DynamoDB Local; a target for a deployed stack
-// (LocalStack or AWS) needs only an Invoker that calls the Lambda Invoke API
+// (LocalStack or AWS) needs only an Invoker that calls the Lambda Invoke API (package deployed)
 // and a [DynamoState] with the stack's table names.
 //
 // With a [QueueSender] in the target, orders also go through the queue, twice
 // over, and the suite waits for the inventory to show each reserved once:
-// [SQSSender] for a deployed queue and its event source mapping, or a
+// deployed.SQSSender (package deployed, its own module) for a deployed queue and its event source mapping, or a
 // [LocalQueue], which delivers in process as the event source mapping does
 // (batches, partial batch failures redelivered, a dead-letter list).
 //

@@ -9,42 +9,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // QueueSender puts message bodies on the orders queue. Delivery to the
 // orders function may happen later (a real queue) or before it returns
 // (LocalQueue); the suite polls the inventory table either way.
 type QueueSender func(ctx context.Context, bodies []string) error
-
-// maxSendBatch is SQS's limit of entries per SendMessageBatch.
-const maxSendBatch = 10
-
-// SQSSender sends bodies to a deployed queue with SendMessageBatch, ten at a
-// time. An entry SQS refuses is an error.
-func SQSSender(client *sqs.Client, queueURL string) QueueSender {
-	return func(ctx context.Context, bodies []string) error {
-		for start := 0; start < len(bodies); start += maxSendBatch {
-			chunk := bodies[start:min(start+maxSendBatch, len(bodies))]
-			entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
-			for i, b := range chunk {
-				entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
-			}
-			out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-			if err != nil {
-				return fmt.Errorf("e2e: send to %s: %w", queueURL, err)
-			}
-			if len(out.Failed) > 0 {
-				f := out.Failed[0]
-				return fmt.Errorf("e2e: send to %s: %d of %d messages refused, first: %s %s",
-					queueURL, len(out.Failed), len(chunk), aws.ToString(f.Code), aws.ToString(f.Message))
-			}
-		}
-		return nil
-	}
-}
 
 // LocalQueue stands in for an SQS queue and its Lambda event source mapping
 // with ReportBatchItemFailures, in process: it delivers bodies to the orders
@@ -69,7 +39,7 @@ type LocalQueue struct {
 func (q *LocalQueue) Send(ctx context.Context, bodies []string) error {
 	batchSize, maxReceives := q.BatchSize, q.MaxReceives
 	if batchSize <= 0 {
-		batchSize = maxSendBatch
+		batchSize = 10 // the most SQS delivers per batch
 	}
 	if maxReceives <= 0 {
 		maxReceives = 5

@@ -1,6 +1,6 @@
 // Package orders is the sample orders consumer: a Lambda function behind an
 // SQS queue that reserves stock for each order, made idempotent per order
-// with [sqsbatch.Wrap] over any [idempotent.Store] (DynamoDB in the deployed
+// with [sqsbatch.Wrap] over any [storage.Store] (DynamoDB in the deployed
 // stack). Its main package, cmd/bootstrap, is what the stack deploys.
 //
 // A message body is an [Order]:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 const (
@@ -120,7 +121,7 @@ func reservationToken(ctx context.Context) string {
 // inventory table through inventory and answers with a partial batch
 // response. opts are applied after the function's own (key orderId,
 // parallelism, prefix Prefix, expiry Expiry), so they can override them.
-func New(store idempotent.Store, inventory Inventory, table string, opts ...sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func New(store storage.Store, inventory Inventory, table string, opts ...sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return newReserver(inventory, table).wrap(store, opts)
 }
 
@@ -140,7 +141,7 @@ func newReserver(inventory Inventory, table string) *reserver {
 	return &reserver{inventory: inventory, table: table}
 }
 
-func (r *reserver) wrap(store idempotent.Store, opts []sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func (r *reserver) wrap(store storage.Store, opts []sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	all := append([]sqsbatch.Option{
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
 		sqsbatch.WithParallelism(Parallelism),

@@ -1,7 +1,7 @@
 // Package payments is the sample payments API: POST /payments behind an API
 // Gateway HTTP API (payload format 2.0), made idempotent by its
 // Idempotency-Key header with [apigateway.WrapV2] over any
-// [idempotent.Store] (DynamoDB in the deployed stack). Its main package,
+// [storage.Store] (DynamoDB in the deployed stack). Its main package,
 // cmd/bootstrap, is what the stack deploys.
 //
 // # The request

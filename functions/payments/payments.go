@@ -22,6 +22,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 const (
@@ -77,7 +78,7 @@ type LedgerItem struct {
 // payment in the ledger table through ledger. opts are applied after the
 // function's own (prefix Prefix, expiry Expiry), so they can override them and
 // add, for example, apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(...)).
-func New(store idempotent.Store, ledger Ledger, table string, opts ...apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func New(store storage.Store, ledger Ledger, table string, opts ...apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return newHandler(ledger, table, time.Now, NewPaymentID).wrap(store, opts)
 }
 
@@ -107,7 +108,7 @@ func newHandler(ledger Ledger, table string, now func() time.Time, newID func() 
 	return &handler{ledger: ledger, table: table, now: now, newID: newID, put: put}
 }
 
-func (h *handler) wrap(store idempotent.Store, opts []apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func (h *handler) wrap(store storage.Store, opts []apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	all := append([]apigateway.Option{
 		apigateway.WithIdempotentOptions(idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)),
 	}, opts...)

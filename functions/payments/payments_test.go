@@ -22,6 +22,7 @@ import (
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // request is payments-new.json, with fn applied.
@@ -175,7 +176,7 @@ func TestLedgerFailure(t *testing.T) {
 // lease ends.
 type crashingStore struct{ *idempotent.MemoryStore }
 
-func (crashingStore) Complete(context.Context, idempotent.Record) error {
+func (crashingStore) Complete(context.Context, storage.Record) error {
 	return errors.New("test: process crashed")
 }
 

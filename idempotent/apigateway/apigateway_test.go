@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -571,8 +572,8 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/claim fails", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-				return idempotent.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
+			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+				return storage.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
 			}}
 			call := f.wrap(t, store, c.handle, quiet, apigateway.WithRetryAfter(5*time.Second))
 			out := call(post("k", "{}"))
@@ -584,7 +585,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/store panics", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
+			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				panic("nil map in a store")
 			}}
 			call := f.wrap(t, store, c.handle, quiet)
@@ -594,7 +595,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/store panics after the handler ran", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, idempotent.Record) error {
+			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				panic("nil map in a store")
 			}}
 			call := f.wrap(t, store, c.handle, quiet)
@@ -605,7 +606,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/complete fails", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, idempotent.Record) error {
+			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				return errors.New("unavailable")
 			}}
 			call := f.wrap(t, store, c.handle, quiet)
@@ -646,18 +647,18 @@ func TestCorruptRecord(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		claim func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error)
+		claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error)
 	}{
-		{"foreign version", func(_ context.Context, rec idempotent.Record, _ time.Time) (idempotent.ClaimResult, error) {
-			rec.Version, rec.Status, rec.Data = 99, idempotent.StatusCompleted, []byte("p{}")
-			return idempotent.ClaimResult{Existing: &rec}, nil
+		{"foreign version", func(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
+			rec.Version, rec.Status, rec.Data = 99, storage.StatusCompleted, []byte("p{}")
+			return storage.ClaimResult{Existing: &rec}, nil
 		}},
-		{"undecodable data", func(_ context.Context, rec idempotent.Record, _ time.Time) (idempotent.ClaimResult, error) {
-			rec.Status, rec.Data = idempotent.StatusCompleted, []byte("p{not json")
-			return idempotent.ClaimResult{Existing: &rec}, nil
+		{"undecodable data", func(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
+			rec.Status, rec.Data = storage.StatusCompleted, []byte("p{not json")
+			return storage.ClaimResult{Existing: &rec}, nil
 		}},
-		{"store reports corruption", func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-			return idempotent.ClaimResult{}, idempotent.ErrCorruptRecord
+		{"store reports corruption", func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+			return storage.ClaimResult{}, idempotent.ErrCorruptRecord
 		}},
 	}
 	for _, f := range flavors {

@@ -7,7 +7,7 @@
 // WrapV1 wraps a REST API (payload format 1.0) handler and WrapV2 an HTTP API
 // (payload format 2.0) handler; both share one implementation, a front door
 // of [idempotent.Engine] (one Do call per request, with the key, scope and
-// request fingerprint the adapter parsed), so any [idempotent.Store] works.
+// request fingerprint the adapter parsed), so any [storage.Store] works.
 // The HTTP rules below (keys, fingerprints, stored statuses and headers,
 // problem answers) are one implementation shared with the net/http
 // middleware, package nethttp, which answers every case alike:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // engine is the implementation WrapV1 and WrapV2 share, over the neutral
@@ -28,7 +29,7 @@ type engine struct {
 	sharedScopeWarning sync.Once // see callerScope
 }
 
-func newEngine(store idempotent.Store, opts []Option) *engine {
+func newEngine(store storage.Store, opts []Option) *engine {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)

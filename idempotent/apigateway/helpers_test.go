@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // req is a request in a form neutral to the payload version; each flavor
@@ -51,7 +52,7 @@ type handler func(ctx context.Context, r req) (resp, error)
 // caller, which asserts that the wrapped function never returns an error.
 type flavor struct {
 	name string
-	wrap func(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp
+	wrap func(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp
 }
 
 var flavors = []flavor{
@@ -69,7 +70,7 @@ func (r req) withDefaults() req {
 	return r
 }
 
-func wrapV1(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp {
+func wrapV1(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp {
 	wrapped := apigateway.WrapV1(store, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		out, err := h(ctx, req{method: ev.HTTPMethod, path: ev.Path, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		multi := maps.Clone(out.multi)
@@ -113,7 +114,7 @@ func wrapV1(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.
 	}
 }
 
-func wrapV2(t testing.TB, store idempotent.Store, h handler, opts ...apigateway.Option) func(req) resp {
+func wrapV2(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp {
 	wrapped := apigateway.WrapV2(store, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		out, err := h(ctx, req{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		return events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: out.multi, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}, err
@@ -221,18 +222,18 @@ func requireProblem(t testing.TB, r resp, status int, typ string) string {
 // fakeStore puts faults in front of a MemoryStore; nil functions delegate.
 type fakeStore struct {
 	*idempotent.MemoryStore
-	claim    func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error)
-	complete func(ctx context.Context, rec idempotent.Record) error
+	claim    func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
+	complete func(ctx context.Context, rec storage.Record) error
 }
 
-func (s *fakeStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *fakeStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if s.claim != nil {
 		return s.claim(ctx, rec, now)
 	}
 	return s.MemoryStore.Claim(ctx, rec, now)
 }
 
-func (s *fakeStore) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *fakeStore) Complete(ctx context.Context, rec storage.Record) error {
 	if s.complete != nil {
 		return s.complete(ctx, rec)
 	}

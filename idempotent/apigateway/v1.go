@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // WrapV1 makes a REST API (Lambda proxy integration, payload format 1.0)
@@ -17,7 +17,7 @@ import (
 // documentation). It can be passed to lambda.Start.
 //
 // WrapV1 panics if store or handler is nil, or if the options are invalid.
-func WrapV1(store idempotent.Store, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+func WrapV1(store storage.Store, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	if handler == nil {
 		panic("apigateway: WrapV1: nil handler")
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // WrapV2 makes an HTTP API (payload format 2.0) handler idempotent by its
@@ -17,7 +17,7 @@ import (
 // passed to lambda.Start.
 //
 // WrapV2 panics if store or handler is nil, or if the options are invalid.
-func WrapV2(store idempotent.Store, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func WrapV2(store storage.Store, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if handler == nil {
 		panic("apigateway: WrapV2: nil handler")
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -39,7 +39,7 @@ func (nopClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynam
 }
 
 // handClaim is the claim PutItem written by hand.
-func handClaim(ctx context.Context, c dynamostore.Client, table string, rec *idempotent.Record, now time.Time) error {
+func handClaim(ctx context.Context, c dynamostore.Client, table string, rec *storage.Record, now time.Time) error {
 	item := map[string]types.AttributeValue{
 		"id":                     &types.AttributeValueMemberS{Value: rec.ID},
 		"status":                 &types.AttributeValueMemberS{Value: string(rec.Status)},
@@ -68,7 +68,7 @@ func handClaim(ctx context.Context, c dynamostore.Client, table string, rec *ide
 }
 
 // handComplete is the completion UpdateItem written by hand.
-func handComplete(ctx context.Context, c dynamostore.Client, table string, rec *idempotent.Record) error {
+func handComplete(ctx context.Context, c dynamostore.Client, table string, rec *storage.Record) error {
 	_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(table),
 		Key:                 map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: rec.ID}},
@@ -87,15 +87,15 @@ func handComplete(ctx context.Context, c dynamostore.Client, table string, rec *
 	return err
 }
 
-func benchRecord(now time.Time, i int) idempotent.Record {
-	return idempotent.Record{
+func benchRecord(now time.Time, i int) storage.Record {
+	return storage.Record{
 		ID:             "bench#" + strconv.Itoa(i) + "-" + strconv.FormatInt(now.UnixNano(), 36),
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(time.Minute),
 		Lease:          "0123456789abcdef0123456789abcdef",
 		Fingerprint:    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-		Version:        idempotent.RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
@@ -110,7 +110,7 @@ func benchClaimComplete(b *testing.B, c dynamostore.Client, table string) {
 			if _, err := store.Claim(b.Context(), rec, now); err != nil {
 				b.Fatal(err)
 			}
-			rec.Status, rec.LeaseExpiresAt, rec.Data = idempotent.StatusCompleted, time.Time{}, data
+			rec.Status, rec.LeaseExpiresAt, rec.Data = storage.StatusCompleted, time.Time{}, data
 			if err := store.Complete(b.Context(), rec); err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func benchClaimComplete(b *testing.B, c dynamostore.Client, table string) {
 			if err := handClaim(b.Context(), c, table, &rec, now); err != nil {
 				b.Fatal(err)
 			}
-			rec.Status, rec.LeaseExpiresAt, rec.Data = idempotent.StatusCompleted, time.Time{}, data
+			rec.Status, rec.LeaseExpiresAt, rec.Data = storage.StatusCompleted, time.Time{}, data
 			if err := handComplete(b.Context(), c, table, &rec); err != nil {
 				b.Fatal(err)
 			}
@@ -150,23 +150,23 @@ func BenchmarkClaimCompleteInterleaved(b *testing.B) {
 	data := []byte(`p{"payment_id":"pay_123","status":"captured"}`)
 	now := time.Now()
 	var storeTimes, handTimes []time.Duration
-	viaStore := func(rec idempotent.Record) time.Duration {
+	viaStore := func(rec storage.Record) time.Duration {
 		start := time.Now()
 		if _, err := store.Claim(b.Context(), rec, now); err != nil {
 			b.Fatal(err)
 		}
-		rec.Status, rec.LeaseExpiresAt, rec.Data = idempotent.StatusCompleted, time.Time{}, data
+		rec.Status, rec.LeaseExpiresAt, rec.Data = storage.StatusCompleted, time.Time{}, data
 		if err := store.Complete(b.Context(), rec); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
 	}
-	byHand := func(rec idempotent.Record) time.Duration {
+	byHand := func(rec storage.Record) time.Duration {
 		start := time.Now()
 		if err := handClaim(b.Context(), client, table, &rec, now); err != nil {
 			b.Fatal(err)
 		}
-		rec.Status, rec.LeaseExpiresAt, rec.Data = idempotent.StatusCompleted, time.Time{}, data
+		rec.Status, rec.LeaseExpiresAt, rec.Data = storage.StatusCompleted, time.Time{}, data
 		if err := handComplete(b.Context(), client, table, &rec); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-// Package dynamostore is the DynamoDB [idempotent.Store]: one item per
+// Package dynamostore is the DynamoDB [storage.Store]: one item per
 // idempotency key, claimed with a conditional write, completed and released
 // under a fencing lease token. It uses aws-sdk-go-v2.
 //
@@ -29,7 +29,7 @@
 //     gone counts as released.
 //
 // A conditional failure of Complete or Release means another invocation took
-// the lease over; it is reported as [idempotent.ErrLeaseLost] and nothing is
+// the lease over; it is reported as [storage.ErrLeaseLost] and nothing is
 // written. A claim retried by the SDK after a lost response fails its
 // condition on its own item; the lease token in the returned item shows that
 // the claim was in fact made.
@@ -45,7 +45,7 @@
 //	lease                   S  the owner's random token, fencing completion and release
 //	validation              S  payload fingerprint (absent when not validated)
 //	data                    B  the stored response (absent while in progress)
-//	version                 N  record format version (idempotent.RecordVersion)
+//	version                 N  record format version (storage.RecordVersion)
 //
 // With Options.SortKeyAttr set (a table shared with other data, or a table
 // whose key schema is fixed), the partition key holds the constant

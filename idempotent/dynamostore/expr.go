@@ -61,7 +61,7 @@ func value(role string) expression.ValueBuilder { return expression.Value(role) 
 //	(#status = :inprogress AND #in_progress_expiration < :now_ms)
 //
 // and, for a claim that carries a payload fingerprint (bound), a takeover of
-// a lapsed owner also needs the same payload (idempotent.Record.Replaceable):
+// a lapsed owner also needs the same payload (storage.Record.Replaceable):
 //
 //	(#status = :inprogress AND #in_progress_expiration < :now_ms AND
 //	 (attribute_not_exists(#validation) OR #validation = :validation))

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The attribute slots of a fuzzed item, in the order of FuzzDecodeRecord's
@@ -131,8 +132,8 @@ func FuzzDecodeRecord(f *testing.F) {
 
 		// The same item as DynamoDB's answer to a refused claim.
 		store = New(&refusingClient{item: item}, "fuzz", optFns...)
-		claim := idempotent.Record{ID: "p#claim", Status: idempotent.StatusInProgress, ExpiresAt: fuzzNow.Add(time.Hour),
-			LeaseExpiresAt: fuzzNow.Add(time.Minute), Lease: fuzzLease, Version: idempotent.RecordVersion}
+		claim := storage.Record{ID: "p#claim", Status: storage.StatusInProgress, ExpiresAt: fuzzNow.Add(time.Hour),
+			LeaseExpiresAt: fuzzNow.Add(time.Minute), Lease: fuzzLease, Version: storage.RecordVersion}
 		res, cerr := store.Claim(context.Background(), claim, fuzzNow)
 		ours := kindOf[slotLease] == kindS && lease == fuzzLease
 		empty := len(item) == 0 // as if the record vanished: claimed again, then an error
@@ -171,9 +172,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		switch {
 		case ran:
 			t.Fatalf("the handler ran, but every claim was refused")
-		case werr == nil && (err != nil || rec.Version != idempotent.RecordVersion || rec.Status != idempotent.StatusCompleted):
+		case werr == nil && (err != nil || rec.Version != storage.RecordVersion || rec.Status != storage.StatusCompleted):
 			t.Fatalf("replayed %q from an item that is corrupt (%v) or not a completed record of version %d (%+v)",
-				out, err, idempotent.RecordVersion, rec)
+				out, err, storage.RecordVersion, rec)
 		case werr != nil && err != nil && !empty && !errors.Is(werr, idempotent.ErrCorruptRecord):
 			t.Fatalf("wrapper: %v for a corrupt item, want ErrCorruptRecord", werr)
 		}
@@ -223,8 +224,8 @@ func fuzzAttr(kind int, v string) (av types.AttributeValue, present bool) {
 // or, when it is corrupt, why: required attributes must be present with the
 // right type, optional ones absent or of the right type, and numbers
 // integers that fit.
-func expectRecord(kind [numSlots]int, v [numSlots]string) (idempotent.Record, string) {
-	var rec idempotent.Record
+func expectRecord(kind [numSlots]int, v [numSlots]string) (storage.Record, string) {
+	var rec storage.Record
 	need := func(slot, want int, required bool) (bool, string) {
 		switch k := kind[slot]; {
 		case k == kindAbsent && required:
@@ -250,7 +251,7 @@ func expectRecord(kind [numSlots]int, v [numSlots]string) (idempotent.Record, st
 	if _, why := need(slotStatus, kindS, true); why != "" {
 		return rec, "status " + why
 	}
-	rec.Status = idempotent.Status(v[slotStatus])
+	rec.Status = storage.Status(v[slotStatus])
 	if _, why := need(slotExpiration, kindN, true); why != "" {
 		return rec, "expiration " + why
 	}
@@ -259,7 +260,7 @@ func expectRecord(kind [numSlots]int, v [numSlots]string) (idempotent.Record, st
 		return rec, "expiration " + why
 	}
 	rec.ExpiresAt = time.Unix(exp, 0)
-	if ok, why := need(slotLeaseEnd, kindN, rec.Status == idempotent.StatusInProgress); why != "" {
+	if ok, why := need(slotLeaseEnd, kindN, rec.Status == storage.StatusInProgress); why != "" {
 		return rec, "lease end " + why
 	} else if ok {
 		ms, why := integer(v[slotLeaseEnd], 64)
@@ -294,7 +295,7 @@ func expectRecord(kind [numSlots]int, v [numSlots]string) (idempotent.Record, st
 	return rec, ""
 }
 
-func sameRecord(a, b idempotent.Record) bool {
+func sameRecord(a, b storage.Record) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.ExpiresAt.Equal(b.ExpiresAt) &&
 		a.LeaseExpiresAt.Equal(b.LeaseExpiresAt) && a.Lease == b.Lease && a.Fingerprint == b.Fingerprint &&
 		bytes.Equal(a.Data, b.Data) && a.Version == b.Version

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/idempotent/storetest"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
@@ -43,15 +44,15 @@ func randomID() string {
 }
 
 // liveRecord is a fresh INPROGRESS record claimed at now.
-func liveRecord(now time.Time) idempotent.Record {
-	return idempotent.Record{
+func liveRecord(now time.Time) storage.Record {
+	return storage.Record{
 		ID:             randomID(),
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(90 * time.Second).Add(123 * time.Millisecond),
 		Lease:          randomID()[6:],
 		Fingerprint:    "fp-" + randomID()[6:],
-		Version:        idempotent.RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
@@ -97,7 +98,7 @@ func TestLocalItemLayout(t *testing.T) {
 			assert.Equal(t, want, showItem(rawItem(t, client, table, dbKey)))
 
 			done := rec
-			done.Status, done.LeaseExpiresAt, done.Data, done.ExpiresAt = idempotent.StatusCompleted, time.Time{}, []byte("p{}"), now.Add(2*time.Hour)
+			done.Status, done.LeaseExpiresAt, done.Data, done.ExpiresAt = storage.StatusCompleted, time.Time{}, []byte("p{}"), now.Add(2*time.Hour)
 			require.NoError(t, store.Complete(t.Context(), done))
 			delete(want, "in_progress_expiration")
 			want["status"] = "S(COMPLETED)"
@@ -123,12 +124,12 @@ func TestLocalLostResponses(t *testing.T) {
 	loser.arm("PutItem")
 	res, err := store.Claim(t.Context(), rec, now)
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
 	assert.Equal(t, []string{"PutItem", "PutItem"}, counter.take())
 
 	// A retried completion succeeds again (it is fenced by the lease alone).
 	done := rec
-	done.Status, done.LeaseExpiresAt, done.Data = idempotent.StatusCompleted, time.Time{}, []byte("p1")
+	done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p1")
 	loser.arm("UpdateItem")
 	require.NoError(t, store.Complete(t.Context(), done))
 	assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take())
@@ -149,7 +150,7 @@ func TestLocalLostResponses(t *testing.T) {
 // TestLocalItemSizeLimit checks the size estimate against DynamoDB's own
 // count: with the store's check lifted, an item of exactly 400 KB by the
 // estimate is accepted and one byte more is refused by DynamoDB, which the
-// store reports as idempotent.ErrTooLarge too.
+// store reports as storage.ErrTooLarge too.
 func TestLocalItemSizeLimit(t *testing.T) {
 	t.Parallel()
 	client := localddb.TestClient(t)
@@ -170,9 +171,9 @@ func TestLocalItemSizeLimit(t *testing.T) {
 
 			// fill returns a completion whose item is exactly size bytes
 			// by the store's estimate.
-			fill := func(s *dynamostore.Store, rec idempotent.Record, size int) idempotent.Record {
+			fill := func(s *dynamostore.Store, rec storage.Record, size int) storage.Record {
 				done := rec
-				done.Status, done.LeaseExpiresAt, done.Data = idempotent.StatusCompleted, time.Time{}, []byte{'p'}
+				done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte{'p'}
 				done.Data = bytes.Repeat([]byte{'x'}, size-dynamostore.CompletedSize(s, done)+1)
 				return done
 			}
@@ -182,9 +183,9 @@ func TestLocalItemSizeLimit(t *testing.T) {
 				size  int
 				fits  bool
 			}{
-				{"exactly 400 KB fits", checked, idempotent.DefaultMaxItemBytes, true},
-				{"one byte more is refused by the store", checked, idempotent.DefaultMaxItemBytes + 1, false},
-				{"one byte more is refused by DynamoDB", unchecked, idempotent.DefaultMaxItemBytes + 1, false},
+				{"exactly 400 KB fits", checked, storage.DefaultMaxItemBytes, true},
+				{"one byte more is refused by the store", checked, storage.DefaultMaxItemBytes + 1, false},
+				{"one byte more is refused by DynamoDB", unchecked, storage.DefaultMaxItemBytes + 1, false},
 			} {
 				rec := liveRecord(now)
 				_, err := tt.store.Claim(t.Context(), rec, now)
@@ -193,7 +194,7 @@ func TestLocalItemSizeLimit(t *testing.T) {
 				if tt.fits {
 					assert.NoError(t, err, tt.name)
 				} else {
-					assert.ErrorIs(t, err, idempotent.ErrTooLarge, tt.name)
+					assert.ErrorIs(t, err, storage.ErrTooLarge, tt.name)
 				}
 				if tt.store == unchecked {
 					assert.ErrorContains(t, err, "ValidationException", "refused by DynamoDB, not by the estimate")

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The item is built and read by hand, not with attributevalue's reflection:
@@ -30,7 +31,7 @@ func (s *Store) key(id string) map[string]types.AttributeValue {
 
 // claimItem is the item a claim writes: every field of rec, leaving out the
 // optional ones that are empty.
-func (s *Store) claimItem(rec *idempotent.Record) map[string]types.AttributeValue {
+func (s *Store) claimItem(rec *storage.Record) map[string]types.AttributeValue {
 	o := &s.opts
 	item := make(map[string]types.AttributeValue, 9)
 	if o.SortKeyAttr == "" {
@@ -59,7 +60,7 @@ func (s *Store) claimItem(rec *idempotent.Record) map[string]types.AttributeValu
 // by DynamoDB's rules: the UTF-8 length of each attribute name plus the size
 // of its value (a string's UTF-8 length, a binary's length, a number's
 // significant digits / 2 + 1).
-func (s *Store) completedSize(rec *idempotent.Record) int {
+func (s *Store) completedSize(rec *storage.Record) int {
 	o := &s.opts
 	n := len(o.KeyAttr)
 	if o.SortKeyAttr == "" {
@@ -102,23 +103,23 @@ func numberSize(v int64) int {
 // idempotent.ErrCorruptRecord that names the attribute. The status is not
 // checked (the wrapper refuses unknown ones), and an item without a version
 // decodes with Version 0 (the wrapper refuses it as foreign).
-func (s *Store) decode(item map[string]types.AttributeValue) (idempotent.Record, error) {
+func (s *Store) decode(item map[string]types.AttributeValue) (storage.Record, error) {
 	o := &s.opts
 	d := decoder{item: item}
-	var rec idempotent.Record
+	var rec storage.Record
 	idAttr := o.KeyAttr
 	if o.SortKeyAttr != "" {
 		idAttr = o.SortKeyAttr
 	}
 	rec.ID, _ = d.str(idAttr, true)
 	status, _ := d.str(o.StatusAttr, true)
-	rec.Status = idempotent.Status(status)
+	rec.Status = storage.Status(status)
 	if exp, ok := d.num(o.ExpirationAttr, true, 64); ok {
 		rec.ExpiresAt = time.Unix(exp, 0)
 	}
 	// An INPROGRESS record without a lease end could never be taken over by
 	// the claim condition: it is damaged, not live.
-	if ms, ok := d.num(o.InProgressExpirationAttr, rec.Status == idempotent.StatusInProgress, 64); ok {
+	if ms, ok := d.num(o.InProgressExpirationAttr, rec.Status == storage.StatusInProgress, 64); ok {
 		rec.LeaseExpiresAt = time.UnixMilli(ms)
 	}
 	rec.Lease, _ = d.str(o.LeaseAttr, true)
@@ -128,7 +129,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (idempotent.Record,
 		rec.Version = int(v)
 	}
 	if d.err != nil {
-		return idempotent.Record{}, d.err
+		return storage.Record{}, d.err
 	}
 	return rec, nil
 }

@@ -3,7 +3,7 @@ package dynamostore
 import (
 	"os"
 
-	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Options configures a Store. New sets the defaults documented on each field
@@ -55,10 +55,10 @@ type Options struct {
 
 	// MaxItemBytes is the largest item Complete writes, measured with
 	// DynamoDB's item size rules (attribute names plus values); a larger one
-	// yields an error wrapping idempotent.ErrTooLarge without a call to
-	// DynamoDB. Zero or less means idempotent.DefaultMaxItemBytes. A larger value only
+	// yields an error wrapping storage.ErrTooLarge without a call to
+	// DynamoDB. Zero or less means storage.DefaultMaxItemBytes. A larger value only
 	// moves the refusal to DynamoDB, whose ValidationException for an
-	// oversized item is reported as idempotent.ErrTooLarge as well.
+	// oversized item is reported as storage.ErrTooLarge as well.
 	MaxItemBytes int
 }
 
@@ -74,7 +74,7 @@ func defaultOptions() Options {
 		ValidationAttr:           "validation",
 		DataAttr:                 "data",
 		VersionAttr:              "version",
-		MaxItemBytes:             idempotent.DefaultMaxItemBytes,
+		MaxItemBytes:             storage.DefaultMaxItemBytes,
 	}
 }
 
@@ -108,7 +108,7 @@ func (o *Options) normalize() {
 		}
 	}
 	if o.MaxItemBytes <= 0 {
-		o.MaxItemBytes = idempotent.DefaultMaxItemBytes
+		o.MaxItemBytes = storage.DefaultMaxItemBytes
 	}
 }
 

@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Client is the part of the DynamoDB API a Store uses. *dynamodb.Client
@@ -25,15 +24,15 @@ type Client interface {
 }
 
 var (
-	_ Client           = (*dynamodb.Client)(nil)
-	_ idempotent.Store = (*Store)(nil)
+	_ Client        = (*dynamodb.Client)(nil)
+	_ storage.Store = (*Store)(nil)
 )
 
 // inProgressAttrValue is the claim condition's :inprogress, shared by all
 // calls (the SDK only reads its inputs).
-var inProgressAttrValue = attrS(string(idempotent.StatusInProgress))
+var inProgressAttrValue = attrS(string(storage.StatusInProgress))
 
-// Store is an idempotent.Store kept in a DynamoDB table. Create it with New.
+// Store is an storage.Store kept in a DynamoDB table. Create it with New.
 // A Store is safe for concurrent use.
 type Store struct {
 	client   Client
@@ -89,7 +88,7 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 // Options returns a copy of the Store's options, defaults filled in.
 func (s *Store) Options() Options { return s.opts }
 
-// Claim implements idempotent.Store with one conditional PutItem. A refused
+// Claim implements storage.Store with one conditional PutItem. A refused
 // claim costs nothing more: DynamoDB returns the live item with the
 // conditional failure. Only when it does not (some DynamoDB-compatible
 // servers) is the item read with one consistent GetItem; if that item is gone
@@ -99,7 +98,7 @@ func (s *Store) Options() Options { return s.opts }
 // condition on the caller's own item; the lease token identifies it, and the
 // claim counts as made (TookOver is then false, as the first response that
 // knew otherwise was lost).
-func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	e := &s.claim
 	values := make(map[string]types.AttributeValue, 4)
 	if rec.Fingerprint != "" {
@@ -121,35 +120,35 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 	for attempt := 1; ; attempt++ {
 		out, err := s.client.PutItem(ctx, in)
 		if err == nil {
-			return idempotent.ClaimResult{Claimed: true, TookOver: s.tookOver(out.Attributes, rec.Lease)}, nil
+			return storage.ClaimResult{Claimed: true, TookOver: s.tookOver(out.Attributes, rec.Lease)}, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return idempotent.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
+			return storage.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
 		}
 		item := ccf.Item
 		if len(item) == 0 {
 			if item, err = s.get(ctx, rec.ID); err != nil {
-				return idempotent.ClaimResult{}, err
+				return storage.ClaimResult{}, err
 			}
 		}
 		if len(item) > 0 && s.hasLease(item, rec.Lease) {
-			return idempotent.ClaimResult{Claimed: true}, nil
+			return storage.ClaimResult{Claimed: true}, nil
 		}
-		var existing idempotent.Record
+		var existing storage.Record
 		if len(item) > 0 {
 			if existing, err = s.decode(item); err != nil {
-				return idempotent.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
+				return storage.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
 			}
 			if !existing.Replaceable(&rec, now) {
-				return idempotent.ClaimResult{Existing: &existing}, nil
+				return storage.ClaimResult{Existing: &existing}, nil
 			}
 		}
 		// No live record refused the claim: in practice the fallback read
 		// found the item deleted (or replaced by one no longer live) between
 		// the write and the read. Claim again, once.
 		if attempt == 2 {
-			return idempotent.ClaimResult{}, errors.New("dynamostore: claim: refused twice, but no live record was found")
+			return storage.ClaimResult{}, errors.New("dynamostore: claim: refused twice, but no live record was found")
 		}
 	}
 }
@@ -183,15 +182,15 @@ func (s *Store) tookOver(old map[string]types.AttributeValue, lease string) bool
 		return false
 	}
 	st, ok := old[s.opts.StatusAttr].(*types.AttributeValueMemberS)
-	return ok && st != nil && st.Value == string(idempotent.StatusInProgress) && !s.hasLease(old, lease)
+	return ok && st != nil && st.Value == string(storage.StatusInProgress) && !s.hasLease(old, lease)
 }
 
-// Complete implements idempotent.Store with one UpdateItem conditioned on the
+// Complete implements storage.Store with one UpdateItem conditioned on the
 // lease alone, so a retried completion succeeds again. An item larger than
 // Options.MaxItemBytes is refused before any call.
-func (s *Store) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if size := s.completedSize(&rec); size > s.opts.MaxItemBytes {
-		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", idempotent.ErrTooLarge, size, s.opts.MaxItemBytes)
+		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
 	e := &s.complete
 	values := make(map[string]types.AttributeValue, 4)
@@ -216,9 +215,9 @@ func (s *Store) Complete(ctx context.Context, rec idempotent.Record) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		return fmt.Errorf("dynamostore: complete: %w (the record is gone or has another lease)", idempotent.ErrLeaseLost)
+		return fmt.Errorf("dynamostore: complete: %w (the record is gone or has another lease)", storage.ErrLeaseLost)
 	case itemTooLarge(err):
-		return fmt.Errorf("dynamostore: complete: %w: %w", idempotent.ErrTooLarge, err)
+		return fmt.Errorf("dynamostore: complete: %w: %w", storage.ErrTooLarge, err)
 	default:
 		return fmt.Errorf("dynamostore: complete: %w", err)
 	}
@@ -232,7 +231,7 @@ func itemTooLarge(err error) bool {
 		strings.Contains(ae.ErrorMessage(), "exceeded the maximum allowed size")
 }
 
-// Release implements idempotent.Store with one DeleteItem conditioned on
+// Release implements storage.Store with one DeleteItem conditioned on
 // attribute_not_exists(#id) OR #lease = :lease, so deleting an item that is
 // already gone succeeds (as a retried release does), and a conditional
 // failure means another lease holds the record.
@@ -256,7 +255,7 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 	// means the record exists under another lease, whether or not the server
 	// returned it.
 	if st, ok := ccf.Item[s.opts.StatusAttr].(*types.AttributeValueMemberS); ok && st != nil {
-		return fmt.Errorf("dynamostore: release: %w (the record is %s under another lease)", idempotent.ErrLeaseLost, st.Value)
+		return fmt.Errorf("dynamostore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, st.Value)
 	}
-	return fmt.Errorf("dynamostore: release: %w", idempotent.ErrLeaseLost)
+	return fmt.Errorf("dynamostore: release: %w", storage.ErrLeaseLost)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 const (
@@ -43,15 +44,15 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func ptr[T any](v T) *T { return &v }
 
 // newRecord is the INPROGRESS record of a claim at t0.
-func newRecord() idempotent.Record {
-	return idempotent.Record{
+func newRecord() storage.Record {
+	return storage.Record{
 		ID:             testID,
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      t0.Add(time.Hour),
 		LeaseExpiresAt: t0.Add(1500 * time.Millisecond),
 		Lease:          ourLease,
 		Fingerprint:    "fp",
-		Version:        idempotent.RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
@@ -68,10 +69,10 @@ func storedItem() map[string]types.AttributeValue {
 	}
 }
 
-func storedRecord() idempotent.Record {
-	return idempotent.Record{
+func storedRecord() storage.Record {
+	return storage.Record{
 		ID:          testID,
-		Status:      idempotent.StatusCompleted,
+		Status:      storage.StatusCompleted,
 		ExpiresAt:   time.Unix(1_700_003_600, 0),
 		Lease:       "lease-other",
 		Fingerprint: "fp",
@@ -119,7 +120,7 @@ func TestNewOptions(t *testing.T) {
 	).Options()
 	assert.Equal(t, "st", got.StatusAttr)
 	assert.Equal(t, "data", got.DataAttr)
-	assert.Equal(t, idempotent.DefaultMaxItemBytes, got.MaxItemBytes)
+	assert.Equal(t, storage.DefaultMaxItemBytes, got.MaxItemBytes)
 	assert.Equal(t, "pk", got.KeyAttr)
 	assert.Equal(t, "sk", got.SortKeyAttr)
 	assert.Equal(t, "idempotency#orders", got.StaticPartitionKey)
@@ -158,7 +159,7 @@ func TestClaimRequest(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []func(*dynamostore.Options)
-		rec      func(*idempotent.Record)
+		rec      func(*storage.Record)
 		wantItem map[string]string
 		wantCond string
 	}{
@@ -176,7 +177,7 @@ func TestClaimRequest(t *testing.T) {
 		},
 		{
 			name: "no fingerprint, with data",
-			rec:  func(r *idempotent.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
+			rec:  func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
 			wantItem: map[string]string{
 				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
 				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
@@ -226,7 +227,7 @@ func TestClaimRequest(t *testing.T) {
 			}
 			res, err := dynamostore.New(fc, testTable, tt.opts...).Claim(t.Context(), rec, t0)
 			require.NoError(t, err)
-			assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+			assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
 			require.NotNil(t, got)
 			assert.Equal(t, testTable, *got.TableName)
 			assert.Equal(t, types.ReturnValueAllOld, got.ReturnValues)
@@ -287,41 +288,41 @@ func TestClaimOutcomes(t *testing.T) {
 		name      string
 		put       func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
 		get       func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
-		want      idempotent.ClaimResult
+		want      storage.ClaimResult
 		wantErr   []error // errors.Is targets
 		wantMsg   string
 		wantCalls []string
 	}{
 		{
 			name: "new key", put: put(&dynamodb.PutItemOutput{}, nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "takeover of a lapsed lease",
 			put:  put(&dynamodb.PutItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
-			want: idempotent.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "expired completed record is not a takeover",
 			put:  put(&dynamodb.PutItemOutput{Attributes: storedItem()}, nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "replaced corrupt record is not an error",
 			put: put(&dynamodb.PutItemOutput{Attributes: map[string]types.AttributeValue{
 				"id": &types.AttributeValueMemberS{Value: testID}, "status": &types.AttributeValueMemberN{Value: "1"},
 			}}, nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "duplicate of a completed record",
 			put:  put(nil, ccf(storedItem())),
-			want: idempotent.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "lost response: the refusing item carries our lease",
 			put:  put(nil, ccf(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()))),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "unknown status passes through",
@@ -330,7 +331,7 @@ func TestClaimOutcomes(t *testing.T) {
 				item["status"] = &types.AttributeValueMemberS{Value: "PENDING"}
 				return item
 			}())),
-			want: idempotent.ClaimResult{Existing: &unknown}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &unknown}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "no version decodes as version 0",
@@ -339,27 +340,27 @@ func TestClaimOutcomes(t *testing.T) {
 				delete(item, "version")
 				return item
 			}())),
-			want: idempotent.ClaimResult{Existing: &noVersion}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &noVersion}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "no item returned: one consistent read",
 			put:  put(nil, ccf(nil)), get: get(storedItem(), nil),
-			want: idempotent.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem", "GetItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem", "GetItem"},
 		},
 		{
 			name: "no item returned, the read finds our lease",
 			put:  put(nil, ccf(nil)), get: get(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()), nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem"},
 		},
 		{
 			name: "no item returned, deleted before the read: claim again",
 			put:  puts(ccf(nil), nil), get: get(nil, nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
 		},
 		{
 			name: "no item returned, the read finds a claimable record: claim again",
 			put:  puts(ccf(nil), nil), get: get(inProgressItem("lease-other", t0.UnixMilli()-1), nil),
-			want: idempotent.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
 		},
 		{
 			name: "refused twice without a record",
@@ -474,14 +475,14 @@ func TestDecodeErrors(t *testing.T) {
 			fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 				return nil, ccf(item)
 			}}
-			var res idempotent.ClaimResult
+			var res storage.ClaimResult
 			var err error
 			require.NotPanics(t, func() {
 				res, err = dynamostore.New(fc, testTable, tt.opts...).Claim(t.Context(), newRecord(), t0)
 			})
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 			assert.Equal(t, "dynamostore: claim: idempotent: corrupt or foreign record: attribute "+tt.want, err.Error())
-			assert.Equal(t, idempotent.ClaimResult{}, res)
+			assert.Equal(t, storage.ClaimResult{}, res)
 		})
 	}
 }
@@ -496,9 +497,9 @@ func TestDecodeComposite(t *testing.T) {
 	res, err := dynamostore.New(fc, testTable, composed).Claim(t.Context(), newRecord(), t0)
 	require.NoError(t, err)
 	require.NotNil(t, res.Existing)
-	assert.Equal(t, idempotent.Record{
+	assert.Equal(t, storage.Record{
 		ID:             testID,
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      time.Unix(1_700_003_600, 0),
 		LeaseExpiresAt: time.UnixMilli(t0.Add(time.Minute).UnixMilli()),
 		Lease:          "lease-other",
@@ -508,9 +509,9 @@ func TestDecodeComposite(t *testing.T) {
 }
 
 // completedRecord is newRecord completed with data.
-func completedRecord(data []byte) idempotent.Record {
+func completedRecord(data []byte) storage.Record {
 	r := newRecord()
-	r.Status = idempotent.StatusCompleted
+	r.Status = storage.StatusCompleted
 	r.LeaseExpiresAt = time.Time{}
 	r.ExpiresAt = t0.Add(2 * time.Hour)
 	r.Data = data
@@ -578,9 +579,9 @@ func TestCompleteErrors(t *testing.T) {
 		wantErr []error
 		wantMsg string
 	}{
-		{"fenced out", ccf(nil), []error{idempotent.ErrLeaseLost},
+		{"fenced out", ccf(nil), []error{storage.ErrLeaseLost},
 			"dynamostore: complete: idempotent: lease lost to another invocation (the record is gone or has another lease)"},
-		{"refused by DynamoDB as too large", tooLarge, []error{idempotent.ErrTooLarge, tooLarge},
+		{"refused by DynamoDB as too large", tooLarge, []error{storage.ErrTooLarge, tooLarge},
 			"dynamostore: complete: idempotent: record too large for the store: api error ValidationException: Item size to update has exceeded the maximum allowed size"},
 		{"other validation error", otherValidation, []error{otherValidation},
 			"dynamostore: complete: api error ValidationException: One or more parameter values were invalid"},
@@ -595,8 +596,8 @@ func TestCompleteErrors(t *testing.T) {
 			for _, target := range tt.wantErr {
 				assert.ErrorIs(t, err, target)
 			}
-			if !slices.Contains(tt.wantErr, idempotent.ErrTooLarge) {
-				assert.NotErrorIs(t, err, idempotent.ErrTooLarge)
+			if !slices.Contains(tt.wantErr, storage.ErrTooLarge) {
+				assert.NotErrorIs(t, err, storage.ErrTooLarge)
 			}
 		})
 	}
@@ -636,7 +637,7 @@ func TestCompleteItemSizeLimit(t *testing.T) {
 					assert.Equal(t, []string{"UpdateItem"}, fc.Calls())
 					continue
 				}
-				require.ErrorIs(t, err, idempotent.ErrTooLarge)
+				require.ErrorIs(t, err, storage.ErrTooLarge)
 				assert.Equal(t, "dynamostore: complete: idempotent: record too large for the store: the item would be "+
 					itoa(int64(exact))+" bytes (limit "+itoa(int64(limit))+")", err.Error())
 				assert.Empty(t, fc.Calls(), "refused without calling DynamoDB")
@@ -649,7 +650,7 @@ func TestCompleteDefaultLimitIs400KB(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClient{t: t}
 	err := dynamostore.New(fc, testTable).Complete(t.Context(), completedRecord(bytes.Repeat([]byte{'x'}, 400<<10)))
-	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	require.ErrorIs(t, err, storage.ErrTooLarge)
 	assert.Empty(t, fc.Calls())
 }
 
@@ -709,9 +710,9 @@ func TestReleaseOutcomes(t *testing.T) {
 		// DynamoDB deletes nothing and reports success for a missing item:
 		// the condition admits it.
 		{name: "released, or already gone"},
-		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), []error{idempotent.ErrLeaseLost},
+		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), []error{storage.ErrLeaseLost},
 			"dynamostore: release: idempotent: lease lost to another invocation (the record is INPROGRESS under another lease)"},
-		{"another lease holds it, no item returned", ccf(nil), []error{idempotent.ErrLeaseLost},
+		{"another lease holds it, no item returned", ccf(nil), []error{storage.ErrLeaseLost},
 			"dynamostore: release: idempotent: lease lost to another invocation"},
 		{"store error", errBoom, []error{errBoom}, "dynamostore: release: boom"},
 	}

@@ -7,12 +7,17 @@
 // Adapter or an API Gateway proxy library, or off Lambda altogether.
 //
 // Middleware has the standard shape, func(http.Handler) http.Handler, and
-// works over any [idempotent.Store]; it is a front door of
+// works over any [storage.Store]; it is a front door of
 // [idempotent.Engine], one Do call per request:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
 //	idem := nethttp.Middleware(store, nethttp.WithScope(callerOf))
 //	mux.Handle("POST /payments", idem(http.HandlerFunc(createPayment)))
+//
+// The repository's guide to HTTP servers, docs/http-servers.md
+// (https://github.com/idemkit/idemkit/blob/main/docs/http-servers.md), shows
+// it on routers and on a Lambda Function URL with IAM auth, and says what is
+// buffered, what the body limit answers, and how streaming handlers fare.
 //
 // # Requests and answers
 //

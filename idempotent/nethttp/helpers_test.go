@@ -17,12 +17,13 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // serve starts a real HTTP server on 127.0.0.1 with h behind the middleware
 // (on every path) and returns its base URL and client.
-func serve(t testing.TB, store idempotent.Store, h http.Handler, opts ...nethttp.Option) (string, *http.Client) {
+func serve(t testing.TB, store storage.Store, h http.Handler, opts ...nethttp.Option) (string, *http.Client) {
 	t.Helper()
 	opts = append([]nethttp.Option{nethttp.WithLogger(testlog.Logger(io.Discard))}, opts...)
 	srv := newServer(t, nethttp.Middleware(store, opts...)(h))
@@ -115,10 +116,10 @@ func (c *counter) count() int { return int(c.runs.Load()) }
 // fakeStore puts faults in front of a MemoryStore; nil functions delegate.
 type fakeStore struct {
 	*idempotent.MemoryStore
-	claim func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error)
+	claim func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
 }
 
-func (s *fakeStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *fakeStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if s.claim != nil {
 		return s.claim(ctx, rec, now)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
@@ -29,10 +30,10 @@ func TestStores(t *testing.T) {
 	t.Parallel()
 	stores := []struct {
 		name string
-		make func(t *testing.T) idempotent.Store
+		make func(t *testing.T) storage.Store
 	}{
-		{"memory", func(*testing.T) idempotent.Store { return idempotent.NewMemoryStore() }},
-		{"DynamoDB Local", func(t *testing.T) idempotent.Store {
+		{"memory", func(*testing.T) storage.Store { return idempotent.NewMemoryStore() }},
+		{"DynamoDB Local", func(t *testing.T) storage.Store {
 			client := localddb.TestClient(t)
 			tables := localddb.TestTables(t, client)
 			return dynamostore.New(client, tables.Idempotency)

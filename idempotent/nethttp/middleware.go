@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Middleware returns middleware that makes handlers idempotent by the
@@ -30,7 +31,7 @@ import (
 //
 // Middleware panics if store is nil or an option is invalid; the function it
 // returns panics on a nil handler.
-func Middleware(store idempotent.Store, opts ...Option) func(http.Handler) http.Handler {
+func Middleware(store storage.Store, opts ...Option) func(http.Handler) http.Handler {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)

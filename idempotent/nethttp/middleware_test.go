@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -475,8 +476,8 @@ func TestDownstreamKey(t *testing.T) {
 
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-		return idempotent.ClaimResult{}, errors.New("throttled")
+	store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+		return storage.ClaimResult{}, errors.New("throttled")
 	}}
 	c := &counter{}
 	base, client := serve(t, store, c, nethttp.WithLogger(testlog.Logger(io.Discard)), nethttp.WithRetryAfter(3*time.Second))

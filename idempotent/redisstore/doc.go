@@ -1,4 +1,4 @@
-// Package redisstore is an idempotent.Store kept in Redis or Valkey, through
+// Package redisstore is an storage.Store kept in Redis or Valkey, through
 // github.com/redis/go-redis/v9. It has exactly the semantics of the DynamoDB
 // store (it passes the same storetest conformance suite) at a fraction of the
 // latency, and different durability: read the trade-offs below before
@@ -92,7 +92,7 @@
 //
 // A completion larger than Options.MaxItemBytes (default 400 KB, DynamoDB's
 // item limit, so a handler meets the same limit whatever the store) is
-// refused with an error wrapping idempotent.ErrTooLarge before any call; the
+// refused with an error wrapping storage.ErrTooLarge before any call; the
 // wrapper then completes the record without its response. The size counted
 // is the key plus every field name and value of the completed hash.
 //

@@ -1,6 +1,6 @@
 package redisstore
 
-import "github.com/idemkit/idemkit/idempotent"
+import "github.com/idemkit/idemkit/idempotent/storage"
 
 // DefaultKeyPrefix is the default Options.KeyPrefix.
 const DefaultKeyPrefix = "idemkit:"
@@ -17,8 +17,8 @@ type Options struct {
 	// MaxItemBytes is the largest record Complete writes, counted as the
 	// length of the key plus the lengths of every field name and value of the
 	// completed hash; a larger one yields an error wrapping
-	// idempotent.ErrTooLarge, and nothing is written. Zero or less means
-	// idempotent.DefaultMaxItemBytes.
+	// storage.ErrTooLarge, and nothing is written. Zero or less means
+	// storage.DefaultMaxItemBytes.
 	MaxItemBytes int
 }
 
@@ -26,13 +26,13 @@ type Options struct {
 func defaultOptions() Options {
 	return Options{
 		KeyPrefix:    DefaultKeyPrefix,
-		MaxItemBytes: idempotent.DefaultMaxItemBytes,
+		MaxItemBytes: storage.DefaultMaxItemBytes,
 	}
 }
 
 // normalize puts back the defaults of out-of-range values.
 func (o *Options) normalize() {
 	if o.MaxItemBytes <= 0 {
-		o.MaxItemBytes = idempotent.DefaultMaxItemBytes
+		o.MaxItemBytes = storage.DefaultMaxItemBytes
 	}
 }

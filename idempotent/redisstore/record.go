@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The hash fields of a record: DynamoDB's default attribute names, so both
@@ -44,7 +45,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // claimFields appends the field/value pairs of a record as a claim writes it,
 // leaving out the optional fields that are empty.
-func claimFields(args []any, rec *idempotent.Record) []any {
+func claimFields(args []any, rec *storage.Record) []any {
 	args = append(args,
 		fieldStatus, string(rec.Status),
 		fieldExpiration, itoa(rec.ExpiresAt.Unix()),
@@ -66,7 +67,7 @@ func claimFields(args []any, rec *idempotent.Record) []any {
 // key's length plus the lengths of every field name and value. Redis's own
 // per-key and per-field overhead (some tens of bytes) is not counted, so the
 // limit measures what the record holds, as DynamoDB's does.
-func completedSize(key string, rec *idempotent.Record) int {
+func completedSize(key string, rec *storage.Record) int {
 	n := len(key)
 	n += len(fieldStatus) + len(rec.Status)
 	n += len(fieldExpiration) + len(itoa(rec.ExpiresAt.Unix()))
@@ -88,26 +89,26 @@ func completedSize(key string, rec *idempotent.Record) int {
 // are ignored. The status is not checked (the wrapper refuses unknown ones),
 // and a hash without a version decodes with Version 0 (the wrapper refuses it
 // as foreign).
-func decodeHash(id string, flat []any) (idempotent.Record, error) {
+func decodeHash(id string, flat []any) (storage.Record, error) {
 	if len(flat)%2 != 0 {
-		return idempotent.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", idempotent.ErrCorruptRecord, len(flat))
+		return storage.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", idempotent.ErrCorruptRecord, len(flat))
 	}
 	fields := make(map[string]string, len(flat)/2)
 	for i := 0; i < len(flat); i += 2 {
 		name, ok := flat[i].(string)
 		if !ok {
-			return idempotent.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", idempotent.ErrCorruptRecord, flat[i])
+			return storage.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", idempotent.ErrCorruptRecord, flat[i])
 		}
 		value, ok := flat[i+1].(string)
 		if !ok {
-			return idempotent.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", idempotent.ErrCorruptRecord, name, flat[i+1])
+			return storage.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", idempotent.ErrCorruptRecord, name, flat[i+1])
 		}
 		fields[name] = value
 	}
 	d := decoder{fields: fields}
-	rec := idempotent.Record{ID: id}
+	rec := storage.Record{ID: id}
 	status, _ := d.str(fieldStatus, true)
-	rec.Status = idempotent.Status(status)
+	rec.Status = storage.Status(status)
 	if exp, ok := d.int(fieldExpiration, true, 64); ok {
 		rec.ExpiresAt = time.Unix(exp, 0)
 	}
@@ -123,7 +124,7 @@ func decodeHash(id string, flat []any) (idempotent.Record, error) {
 		rec.Version = int(v)
 	}
 	if d.err != nil {
-		return idempotent.Record{}, d.err
+		return storage.Record{}, d.err
 	}
 	return rec, nil
 }

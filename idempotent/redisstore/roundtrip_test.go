@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // counter is a go-redis hook that records every command the client sends, and
@@ -130,8 +130,8 @@ func TestRoundTrips(t *testing.T) {
 
 // wantLeaseLost turns the expected ErrLeaseLost into nil, and anything else into an error.
 func wantLeaseLost(err error) error {
-	if errors.Is(err, idempotent.ErrLeaseLost) {
+	if errors.Is(err, storage.ErrLeaseLost) {
 		return nil
 	}
-	return fmt.Errorf("error %v, want one wrapping idempotent.ErrLeaseLost", err)
+	return fmt.Errorf("error %v, want one wrapping storage.ErrLeaseLost", err)
 }

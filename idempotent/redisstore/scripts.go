@@ -46,7 +46,7 @@ end
 // (epoch ms), [5] the new record's payload fingerprint ("" for none), [6...]
 // the new record's field/value pairs.
 //
-// The liveness rule is idempotent.Record.Replaceable: an expired record, or a
+// The liveness rule is storage.Record.Replaceable: an expired record, or a
 // lapsed INPROGRESS one whose fingerprint is absent or equal to the claim's
 // (when the claim carries one).
 //

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Integration tests run against the server at REDIS_URL (scripts/with-redis.sh
@@ -93,21 +93,21 @@ func randomHex(n int) string {
 }
 
 // liveRecord is a fresh INPROGRESS record claimed at now.
-func liveRecord(now time.Time) idempotent.Record {
-	return idempotent.Record{
+func liveRecord(now time.Time) storage.Record {
+	return storage.Record{
 		ID:             "itest#" + randomHex(32),
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(90*time.Second + 123*time.Millisecond),
 		Lease:          randomHex(16),
 		Fingerprint:    "fp-" + randomHex(16),
-		Version:        idempotent.RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
 // claimNew claims a fresh record (see liveRecord) on store at now, and
 // requires the claim to succeed.
-func claimNew(t testing.TB, store *redisstore.Store, now time.Time) idempotent.Record {
+func claimNew(t testing.TB, store *redisstore.Store, now time.Time) storage.Record {
 	t.Helper()
 	rec := liveRecord(now)
 	_, err := store.Claim(ctxT(t), rec, now)
@@ -116,8 +116,8 @@ func claimNew(t testing.TB, store *redisstore.Store, now time.Time) idempotent.R
 }
 
 // completedRecord is rec completed with data, expiring an hour after now.
-func completedRecord(rec idempotent.Record, data []byte, now time.Time) idempotent.Record {
-	rec.Status = idempotent.StatusCompleted
+func completedRecord(rec storage.Record, data []byte, now time.Time) storage.Record {
+	rec.Status = storage.StatusCompleted
 	rec.Data = data
 	rec.ExpiresAt = now.Add(time.Hour)
 	rec.LeaseExpiresAt = time.Time{}

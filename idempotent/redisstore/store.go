@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // ErrExpiryInPast is returned (wrapped) by Claim and Complete, which then
@@ -21,11 +22,11 @@ import (
 var ErrExpiryInPast = errors.New("redisstore: record expiry has already passed by the Redis server's clock")
 
 var (
-	_ idempotent.Store = (*Store)(nil)
-	_ redis.Scripter   = (redis.UniversalClient)(nil)
+	_ storage.Store  = (*Store)(nil)
+	_ redis.Scripter = (redis.UniversalClient)(nil)
 )
 
-// Store is an idempotent.Store kept in Redis (or Valkey), one hash per
+// Store is an storage.Store kept in Redis (or Valkey), one hash per
 // record. Create it with New. A Store is safe for concurrent use.
 type Store struct {
 	client redis.Scripter
@@ -73,7 +74,7 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
-// Claim implements idempotent.Store with one script that checks the stored
+// Claim implements storage.Store with one script that checks the stored
 // record and, if there is none or it is claimable, replaces it with rec and
 // sets the key to expire when rec does. A refused claim costs nothing more:
 // the script returns the live record.
@@ -82,9 +83,9 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // caller's own record; the lease token identifies it, and the claim counts as
 // made without writing (TookOver is then false, as the first response that
 // knew otherwise was lost).
-func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return idempotent.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
+		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
 	key := s.Key(rec.ID)
 	args := make([]any, 0, 5+2*7)
@@ -92,7 +93,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 	args = claimFields(args, &rec)
 	reply, err := claimScript.Run(ctx, s.client, []string{key}, args...).Slice()
 	if err != nil {
-		return idempotent.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
+		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
 	tag, rest := splitReply(reply)
 	switch tag {
@@ -101,9 +102,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 		if !ok {
 			break
 		}
-		return idempotent.ClaimResult{Claimed: true, TookOver: took == 1}, nil
+		return storage.ClaimResult{Claimed: true, TookOver: took == 1}, nil
 	case "own":
-		return idempotent.ClaimResult{Claimed: true}, nil
+		return storage.ClaimResult{Claimed: true}, nil
 	case "refused":
 		flat, ok := sliceAt(rest, 0)
 		if !ok {
@@ -111,26 +112,26 @@ func (s *Store) Claim(ctx context.Context, rec idempotent.Record, now time.Time)
 		}
 		existing, err := decodeHash(rec.ID, flat)
 		if err != nil {
-			return idempotent.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w", key, err)
+			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w", key, err)
 		}
-		return idempotent.ClaimResult{Existing: &existing}, nil
+		return storage.ClaimResult{Existing: &existing}, nil
 	case "wrongtype":
-		return idempotent.ClaimResult{}, fmt.Errorf("redisstore: claim: %w: key %q holds a Redis %s, not a hash", idempotent.ErrCorruptRecord, key, strAt(rest, 0))
+		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w: key %q holds a Redis %s, not a hash", idempotent.ErrCorruptRecord, key, strAt(rest, 0))
 	case "past":
-		return idempotent.ClaimResult{}, pastError("claim", rec.ExpiresAt, rest)
+		return storage.ClaimResult{}, pastError("claim", rec.ExpiresAt, rest)
 	}
-	return idempotent.ClaimResult{}, unexpected("claim", reply)
+	return storage.ClaimResult{}, unexpected("claim", reply)
 }
 
-// Complete implements idempotent.Store with one script that, if the stored
+// Complete implements storage.Store with one script that, if the stored
 // record carries rec.Lease, overwrites its status, data and expiration,
 // removes its lease end, and moves the key's expiry to rec.ExpiresAt. The
 // status is not checked, so a retried completion succeeds again. A record
 // larger than Options.MaxItemBytes is refused before any call.
-func (s *Store) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	key := s.Key(rec.ID)
 	if size := completedSize(key, &rec); size > s.opts.MaxItemBytes {
-		return fmt.Errorf("redisstore: complete: %w: the record would be %d bytes (limit %d)", idempotent.ErrTooLarge, size, s.opts.MaxItemBytes)
+		return fmt.Errorf("redisstore: complete: %w: the record would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
@@ -146,9 +147,9 @@ func (s *Store) Complete(ctx context.Context, rec idempotent.Record) error {
 	case "ok":
 		return nil
 	case "gone":
-		return fmt.Errorf("redisstore: complete: %w (the record is gone)", idempotent.ErrLeaseLost)
+		return fmt.Errorf("redisstore: complete: %w (the record is gone)", storage.ErrLeaseLost)
 	case "lost":
-		return fmt.Errorf("redisstore: complete: %w (the record has another lease)", idempotent.ErrLeaseLost)
+		return fmt.Errorf("redisstore: complete: %w (the record has another lease)", storage.ErrLeaseLost)
 	case "wrongtype":
 		return foreignKeyError("complete", key, rest)
 	case "past":
@@ -157,7 +158,7 @@ func (s *Store) Complete(ctx context.Context, rec idempotent.Record) error {
 	return unexpected("complete", reply)
 }
 
-// Release implements idempotent.Store with one script that deletes the record
+// Release implements storage.Store with one script that deletes the record
 // if it carries lease. A record that is already gone (released before, or
 // expired and removed by Redis) is not an error.
 func (s *Store) Release(ctx context.Context, id, lease string) error {
@@ -175,9 +176,9 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 		return nil
 	case "lost":
 		if status := strAt(rest, 0); status != "" {
-			return fmt.Errorf("redisstore: release: %w (the record is %s under another lease)", idempotent.ErrLeaseLost, status)
+			return fmt.Errorf("redisstore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, status)
 		}
-		return fmt.Errorf("redisstore: release: %w", idempotent.ErrLeaseLost)
+		return fmt.Errorf("redisstore: release: %w", storage.ErrLeaseLost)
 	case "wrongtype":
 		return foreignKeyError("release", key, rest)
 	}
@@ -188,7 +189,7 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 // is not the caller's record (so the lease is lost), and it is not a record
 // at all. Nothing was written or deleted.
 func foreignKeyError(op, key string, rest []any) error {
-	return fmt.Errorf("redisstore: %s: %w: %w: key %q holds a Redis %s, not a hash", op, idempotent.ErrLeaseLost, idempotent.ErrCorruptRecord, key, strAt(rest, 0))
+	return fmt.Errorf("redisstore: %s: %w: %w: key %q holds a Redis %s, not a hash", op, storage.ErrLeaseLost, idempotent.ErrCorruptRecord, key, strAt(rest, 0))
 }
 
 func pastError(op string, expires time.Time, rest []any) error {

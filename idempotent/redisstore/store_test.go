@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/idempotent/storetest"
 )
 
@@ -131,7 +132,7 @@ func TestClaimOwnLeaseDoesNotWrite(t *testing.T) {
 
 	res, err := store.Claim(ctx, rec, now.Add(time.Second))
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
 	assert.Equal(t, "COMPLETED", client.HGet(ctx, store.Key(rec.ID), "status").Val())
 }
 
@@ -198,7 +199,7 @@ func TestCorruptRecords(t *testing.T) {
 			"in_progress_expiration", strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10), "lease", "other", "version", "?").Err())
 		res, err := store.Claim(ctx, rec, now)
 		require.NoError(t, err)
-		assert.Equal(t, idempotent.ClaimResult{Claimed: true, TookOver: true}, res)
+		assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
 		assert.Equal(t, "1", client.HGet(ctx, key, "version").Val())
 	})
 }
@@ -219,11 +220,11 @@ func TestForeignKeyType(t *testing.T) {
 	assert.Contains(t, err.Error(), "string")
 
 	err = store.Complete(ctx, completedRecord(rec, []byte("p"), now))
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 
 	err = store.Release(ctx, rec.ID, rec.Lease)
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 
 	assert.Equal(t, "not a record", client.Get(ctx, key).Val())
@@ -269,12 +270,12 @@ func TestTooLargeDefault(t *testing.T) {
 
 	// The largest data that fits the default limit is stored; one byte more is refused.
 	probe := completedRecord(rec, nil, now)
-	room := idempotent.DefaultMaxItemBytes - redisstore.CompletedSize(key, &probe) - len("data")
+	room := storage.DefaultMaxItemBytes - redisstore.CompletedSize(key, &probe) - len("data")
 	fits := completedRecord(rec, bytes.Repeat([]byte{'x'}, room), now)
 	require.NoError(t, store.Complete(ctx, fits))
 	over := completedRecord(rec, bytes.Repeat([]byte{'y'}, room+1), now)
 	err := store.Complete(ctx, over)
-	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	require.ErrorIs(t, err, storage.ErrTooLarge)
 	assert.Equal(t, int64(room), client.HStrLen(ctx, key, "data").Val())
 	assert.NotContains(t, client.HGet(ctx, key, "data").Val(), "y")
 }
@@ -287,7 +288,7 @@ func TestMaxItemBytesOption(t *testing.T) {
 	rec := claimNew(t, store, now)
 	require.NoError(t, store.Complete(ctx, completedRecord(rec, bytes.Repeat([]byte{'x'}, 500<<10), now)))
 	err := store.Complete(ctx, completedRecord(rec, bytes.Repeat([]byte{'x'}, 1<<20), now))
-	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	require.ErrorIs(t, err, storage.ErrTooLarge)
 }
 
 func TestReleaseReportsOtherOwnersStatus(t *testing.T) {
@@ -297,7 +298,7 @@ func TestReleaseReportsOtherOwnersStatus(t *testing.T) {
 	now := time.Now()
 	rec := claimNew(t, store, now)
 	err := store.Release(ctx, rec.ID, "someone-else")
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	assert.Contains(t, err.Error(), "INPROGRESS")
 }
 
@@ -326,7 +327,7 @@ func TestServerErrorsAreWrapped(t *testing.T) {
 		store.Release(ctxT(t), rec.ID, rec.Lease),
 	} {
 		require.ErrorIs(t, err, redis.ErrClosed)
-		assert.False(t, errors.Is(err, idempotent.ErrLeaseLost))
+		assert.False(t, errors.Is(err, storage.ErrLeaseLost))
 	}
 }
 

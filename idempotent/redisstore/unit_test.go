@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Unit tests: no server needed.
@@ -94,7 +95,7 @@ func TestNew(t *testing.T) {
 		o.KeyPrefix = "svc:"
 		o.MaxItemBytes = -1
 	}).Options()
-	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: idempotent.DefaultMaxItemBytes}, got)
+	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: storage.DefaultMaxItemBytes}, got)
 }
 
 func TestDecodeHash(t *testing.T) {
@@ -105,9 +106,9 @@ func TestDecodeHash(t *testing.T) {
 	}
 	rec, err := redisstore.DecodeHash("fn#id", full)
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.Record{
+	assert.Equal(t, storage.Record{
 		ID:             "fn#id",
-		Status:         idempotent.StatusCompleted,
+		Status:         storage.StatusCompleted,
 		ExpiresAt:      time.Unix(1700000000, 0),
 		LeaseExpiresAt: time.UnixMilli(1700000000123),
 		Lease:          "l1",
@@ -118,7 +119,7 @@ func TestDecodeHash(t *testing.T) {
 
 	minimal, err := redisstore.DecodeHash("fn#id", []any{"status", "INPROGRESS", "expiration", "-5", "lease", ""})
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: time.Unix(-5, 0)}, minimal,
+	assert.Equal(t, storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: time.Unix(-5, 0)}, minimal,
 		"optional fields absent: zero values (Version 0 is refused by the wrapper as foreign)")
 
 	base := func(kv ...any) []any {
@@ -160,13 +161,13 @@ func TestDecodeHash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var (
-				rec idempotent.Record
+				rec storage.Record
 				err error
 			)
 			require.NotPanics(t, func() { rec, err = redisstore.DecodeHash("fn#id", tc.flat) })
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.Equal(t, idempotent.Record{}, rec)
+			assert.Equal(t, storage.Record{}, rec)
 		})
 	}
 }
@@ -194,8 +195,8 @@ func TestKeyExpiryMs(t *testing.T) {
 
 func TestCompletedSize(t *testing.T) {
 	t.Parallel()
-	rec := idempotent.Record{
-		ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: time.Unix(1700000000, 0),
+	rec := storage.Record{
+		ID: "fn#id", Status: storage.StatusCompleted, ExpiresAt: time.Unix(1700000000, 0),
 		Lease: "lease", Fingerprint: "fp", Data: []byte("data!"), Version: 1,
 	}
 	want := len("idemkit:fn#id") + len("status") + len("COMPLETED") + len("expiration") + len("1700000000") +
@@ -210,10 +211,10 @@ func TestTooLargeMakesNoCall(t *testing.T) {
 	t.Parallel()
 	fake := &fakeScripter{t: t}
 	store := redisstore.New(fake, func(o *redisstore.Options) { o.MaxItemBytes = 1000 })
-	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: time.Now().Add(time.Hour),
+	rec := storage.Record{ID: "fn#id", Status: storage.StatusCompleted, ExpiresAt: time.Now().Add(time.Hour),
 		Lease: "l", Data: bytes.Repeat([]byte{'x'}, 1000), Version: 1}
 	err := store.Complete(context.Background(), rec)
-	require.ErrorIs(t, err, idempotent.ErrTooLarge)
+	require.ErrorIs(t, err, storage.ErrTooLarge)
 	assert.Contains(t, err.Error(), "limit 1000")
 	assert.Empty(t, fake.calls)
 }
@@ -223,8 +224,8 @@ func TestTooLargeMakesNoCall(t *testing.T) {
 func TestScriptArguments(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1700000000123)
-	rec := idempotent.Record{
-		ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: time.Unix(1700003600, 0),
+	rec := storage.Record{
+		ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: time.Unix(1700003600, 0),
 		LeaseExpiresAt: time.UnixMilli(1700000090123), Lease: "l1", Fingerprint: "fp", Version: 1,
 	}
 	var gotKeys []string
@@ -247,7 +248,7 @@ func TestScriptArguments(t *testing.T) {
 		return []any{"ok"}, nil
 	}
 	done := rec
-	done.Status, done.LeaseExpiresAt, done.Data = idempotent.StatusCompleted, time.Time{}, []byte("resp")
+	done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("resp")
 	require.NoError(t, store.Complete(context.Background(), done))
 	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
 	assert.Equal(t, []any{"l1", "1700003601000", "COMPLETED", "1700003600", []byte("resp")}, gotArgs)
@@ -263,7 +264,7 @@ func TestScriptArguments(t *testing.T) {
 func TestUnexpectedReplies(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	rec := storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
 	for _, tc := range []struct {
 		name  string
 		reply any
@@ -283,7 +284,7 @@ func TestUnexpectedReplies(t *testing.T) {
 			t.Parallel()
 			store := redisstore.New(answer(t, tc.reply))
 			var (
-				res idempotent.ClaimResult
+				res storage.ClaimResult
 				err error
 			)
 			require.NotPanics(t, func() { res, err = store.Claim(context.Background(), rec, now) })
@@ -300,31 +301,31 @@ func TestUnexpectedReplies(t *testing.T) {
 func TestReplies(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	rec := storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
 	ctx := context.Background()
 
 	res, err := redisstore.New(answer(t, []any{"claimed", int64(1)})).Claim(ctx, rec, now)
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.ClaimResult{Claimed: true, TookOver: true}, res)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
 
 	res, err = redisstore.New(answer(t, []any{"own"})).Claim(ctx, rec, now)
 	require.NoError(t, err)
-	assert.Equal(t, idempotent.ClaimResult{Claimed: true}, res)
+	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
 
 	_, err = redisstore.New(answer(t, []any{"past", int64(1700000000000)})).Claim(ctx, rec, now)
 	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
 	assert.Contains(t, err.Error(), "2023-11-14T22:13:20Z")
 
 	err = redisstore.New(answer(t, []any{"gone"})).Complete(ctx, rec)
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	err = redisstore.New(answer(t, []any{"lost"})).Complete(ctx, rec)
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	err = redisstore.New(answer(t, []any{"past", int64(1)})).Complete(ctx, rec)
 	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
 
 	require.NoError(t, redisstore.New(answer(t, []any{"gone"})).Release(ctx, rec.ID, rec.Lease))
 	err = redisstore.New(answer(t, []any{"lost", ""})).Release(ctx, rec.ID, rec.Lease)
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 }
 
 // serverError is an error reply from the server, as go-redis types them.
@@ -369,7 +370,7 @@ func TestContextErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	now := time.Now()
-	rec := idempotent.Record{ID: "fn#id", Status: idempotent.StatusCompleted, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
+	rec := storage.Record{ID: "fn#id", Status: storage.StatusCompleted, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
 	_, err := store.Claim(ctx, rec, now)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, store.Complete(ctx, rec), context.Canceled)

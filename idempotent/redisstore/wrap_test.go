@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 type payment struct {
@@ -200,5 +201,5 @@ func TestWrapTakeover(t *testing.T) {
 	assert.True(t, took.TookOver, "TookOver of the retry")
 
 	err = store.Complete(ctx, completedRecord(crashed, []byte("late"), now))
-	require.ErrorIs(t, err, idempotent.ErrLeaseLost, "the crashed owner's late completion")
+	require.ErrorIs(t, err, storage.ErrLeaseLost, "the crashed owner's late completion")
 }

@@ -13,15 +13,16 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 func TestFIFO(t *testing.T) {
 	t.Parallel()
 	completeFails := func(s *fakeStore) {
-		s.complete = func(context.Context, idempotent.Record) error { return errThrottled }
+		s.complete = func(context.Context, storage.Record) error { return errThrottled }
 	}
 	inProgress := func(id string) func(s *fakeStore) {
-		return func(s *fakeStore) { s.claim = onlyFor(id, refuseWith(func(*idempotent.Record) {}), s.mem) }
+		return func(s *fakeStore) { s.claim = onlyFor(id, refuseWith(func(*storage.Record) {}), s.mem) }
 	}
 	groupOnly := func(id, group, body string) events.SQSMessage {
 		m := msg(id, body)
@@ -287,7 +288,7 @@ func TestResponseReserve(t *testing.T) {
 	defer cancel()
 	var seen time.Time
 	store := &fakeStore{mem: idempotent.NewMemoryStore()}
-	store.claim = func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+	store.claim = func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 		seen, _ = ctx.Deadline()
 		return store.mem.Claim(ctx, rec, now)
 	}
@@ -313,7 +314,7 @@ func TestSameKeyNeverOverlaps(t *testing.T) {
 			t.Parallel()
 			claims := make(chan string, 16)
 			store := &fakeStore{mem: idempotent.NewMemoryStore()}
-			store.claim = func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+			store.claim = func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 				m, _ := sqsbatch.MessageFromContext(ctx)
 				claims <- m.MessageId
 				return store.mem.Claim(ctx, rec, now)

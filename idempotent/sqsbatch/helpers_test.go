@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 const (
@@ -129,21 +130,21 @@ func (r *recorder) requireNoOverlap(t *testing.T) {
 // fakeStore is a MemoryStore whose calls can be replaced to inject faults.
 type fakeStore struct {
 	mem      *idempotent.MemoryStore
-	claim    func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error)
-	complete func(ctx context.Context, rec idempotent.Record) error
+	claim    func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
+	complete func(ctx context.Context, rec storage.Record) error
 	release  func(ctx context.Context, id, lease string) error
 }
 
-var _ idempotent.Store = (*fakeStore)(nil)
+var _ storage.Store = (*fakeStore)(nil)
 
-func (s *fakeStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *fakeStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if s.claim != nil {
 		return s.claim(ctx, rec, now)
 	}
 	return s.mem.Claim(ctx, rec, now)
 }
 
-func (s *fakeStore) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *fakeStore) Complete(ctx context.Context, rec storage.Record) error {
 	if s.complete != nil {
 		return s.complete(ctx, rec)
 	}
@@ -159,12 +160,12 @@ func (s *fakeStore) Release(ctx context.Context, id, lease string) error {
 
 // refuseWith makes a claim find a live record: the claimed one with another
 // lease, changed by edit.
-func refuseWith(edit func(*idempotent.Record)) func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-	return func(_ context.Context, rec idempotent.Record, _ time.Time) (idempotent.ClaimResult, error) {
+func refuseWith(edit func(*storage.Record)) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	return func(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
 		ex := rec
 		ex.Lease = "someone-else"
 		edit(&ex)
-		return idempotent.ClaimResult{Existing: &ex}, nil
+		return storage.ClaimResult{Existing: &ex}, nil
 	}
 }
 

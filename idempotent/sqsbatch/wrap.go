@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Wrap returns a Lambda handler for SQS batches that decodes each message body
@@ -29,7 +30,7 @@ import (
 // Wrap panics if store or handle is nil, if an option's function is of the
 // wrong type, or on an option of package idempotent that WithIdempotentOptions
 // does not take.
-func Wrap[T any](store idempotent.Store, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func Wrap[T any](store storage.Store, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: Wrap: nil handler")
 	}
@@ -40,7 +41,7 @@ func Wrap[T any](store idempotent.Store, handle func(ctx context.Context, msg T)
 // WrapMessage is Wrap for handlers that take the SQS message itself, for
 // bodies that are not JSON or are decoded by the handler. Its default payload
 // validation compares the raw body.
-func WrapMessage(store idempotent.Store, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func WrapMessage(store storage.Store, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: WrapMessage: nil handler")
 	}
@@ -90,7 +91,7 @@ type item[T any] struct {
 // hasKey reports whether the item has a usable key to group and lock on.
 func (it *item[T]) hasKey() bool { return it.err == nil && it.keyErr == nil && it.key != "" }
 
-func newBatcher[T any](store idempotent.Store, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option) *batcher[T] {
+func newBatcher[T any](store storage.Store, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option) *batcher[T] {
 	o := options{parallelism: 1}
 	for _, opt := range opts {
 		opt(&o)

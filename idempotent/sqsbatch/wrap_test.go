@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -95,15 +96,15 @@ func TestWrapOutcomes(t *testing.T) {
 		{
 			name: "in progress elsewhere", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(*idempotent.Record) {}), s.mem)
+				s.claim = onlyFor("m", refuseWith(func(*storage.Record) {}), s.mem)
 			},
 			wantFail: true, wantCalls: []string{"neighbour"},
 		},
 		{
 			name: "store error on claim", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-					return idempotent.ClaimResult{}, errThrottled
+				s.claim = onlyFor("m", func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+					return storage.ClaimResult{}, errThrottled
 				}, s.mem)
 			},
 			wantFail: true, wantCalls: []string{"neighbour"},
@@ -111,15 +112,15 @@ func TestWrapOutcomes(t *testing.T) {
 		{
 			name: "corrupt record", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(r *idempotent.Record) { r.Version = 99 }), s.mem)
+				s.claim = onlyFor("m", refuseWith(func(r *storage.Record) { r.Version = 99 }), s.mem)
 			},
 			wantFail: true, wantCalls: []string{"neighbour"},
 		},
 		{
 			name: "completed without a stored response counts as done", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(r *idempotent.Record) {
-					r.Status, r.Data = idempotent.StatusCompleted, []byte("n")
+				s.claim = onlyFor("m", refuseWith(func(r *storage.Record) {
+					r.Status, r.Data = storage.StatusCompleted, []byte("n")
 				}), s.mem)
 			},
 			wantCalls: []string{"neighbour"},
@@ -127,14 +128,14 @@ func TestWrapOutcomes(t *testing.T) {
 		{
 			name: "handler succeeded but completion failed", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.complete = func(context.Context, idempotent.Record) error { return errThrottled }
+				s.complete = func(context.Context, storage.Record) error { return errThrottled }
 			},
 			wantCalls: []string{"a", "neighbour"},
 		},
 		{
 			name: "handler succeeded but the lease was lost", msg: msg("m", body("a", 1)),
 			fake: func(s *fakeStore) {
-				s.complete = func(context.Context, idempotent.Record) error { return idempotent.ErrLeaseLost }
+				s.complete = func(context.Context, storage.Record) error { return storage.ErrLeaseLost }
 			},
 			wantCalls: []string{"a", "neighbour"},
 		},
@@ -171,8 +172,8 @@ func TestWrapOutcomes(t *testing.T) {
 
 // onlyFor applies claim to the record of message id (under the default key,
 // the message ID) and lets the memory store answer the others.
-func onlyFor(id string, claim func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error), mem *idempotent.MemoryStore) func(context.Context, idempotent.Record, time.Time) (idempotent.ClaimResult, error) {
-	return func(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func onlyFor(id string, claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error), mem *idempotent.MemoryStore) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	return func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 		if m, ok := sqsbatch.MessageFromContext(ctx); ok && m.MessageId == id {
 			return claim(ctx, rec, now)
 		}
@@ -634,7 +635,7 @@ func TestDuplicateAfterFailedCompletion(t *testing.T) {
 			rec := newRecorder()
 			mem := idempotent.NewMemoryStore()
 			var completes int
-			store := &fakeStore{mem: mem, complete: func(ctx context.Context, r idempotent.Record) error {
+			store := &fakeStore{mem: mem, complete: func(ctx context.Context, r storage.Record) error {
 				completes++
 				if completes == 1 {
 					return errThrottled
@@ -663,12 +664,12 @@ func TestReplayDoesNotMarkKeyDone(t *testing.T) {
 	rec := newRecorder()
 	mem := idempotent.NewMemoryStore()
 	var claims int
-	store := &fakeStore{mem: mem, claim: func(ctx context.Context, r idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+	store := &fakeStore{mem: mem, claim: func(ctx context.Context, r storage.Record, now time.Time) (storage.ClaimResult, error) {
 		claims++
 		if m, _ := sqsbatch.MessageFromContext(ctx); m.MessageId == "m2" {
 			// Another invocation holds the key now (the record expired and was
 			// claimed again in between).
-			return refuseWith(func(*idempotent.Record) {})(ctx, r, now)
+			return refuseWith(func(*storage.Record) {})(ctx, r, now)
 		}
 		return mem.Claim(ctx, r, now)
 	}}

@@ -1,5 +1,5 @@
 // Package storetest is a conformance suite for implementations of
-// idempotent.Store, in the shape of testing/fstest: one call runs every case.
+// storage.Store, in the shape of testing/fstest: one call runs every case.
 //
 //	func TestMyStore(t *testing.T) {
 //		storetest.Run(t, mystore.New(...))

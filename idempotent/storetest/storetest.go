@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // concurrency is the number of goroutines racing for one key in the
@@ -27,7 +28,7 @@ type testCase struct {
 // Run checks store against the Store contract. With a *testing.T each case is a
 // subtest; with any other testing.TB the cases run in sequence and failures
 // name their case.
-func Run(t testing.TB, store idempotent.Store) {
+func Run(t testing.TB, store storage.Store) {
 	t.Helper()
 	base := time.Unix(time.Now().Unix(), 0)
 	for _, tc := range cases() {
@@ -43,7 +44,7 @@ func Run(t testing.TB, store idempotent.Store) {
 
 type checker struct {
 	testing.TB
-	store  idempotent.Store
+	store  storage.Store
 	now    time.Time
 	prefix string
 }
@@ -71,34 +72,34 @@ func randomHex(n int) string {
 }
 
 // inProgress returns a fresh INPROGRESS record whose lease ends after lease.
-func (c *checker) inProgress(lease time.Duration) idempotent.Record {
-	return idempotent.Record{
+func (c *checker) inProgress(lease time.Duration) storage.Record {
+	return storage.Record{
 		ID:             "storetest#" + randomHex(32),
-		Status:         idempotent.StatusInProgress,
+		Status:         storage.StatusInProgress,
 		ExpiresAt:      c.now.Add(time.Hour),
 		LeaseExpiresAt: c.now.Add(lease),
 		Lease:          randomHex(16),
 		Fingerprint:    randomHex(32),
-		Version:        idempotent.RecordVersion,
+		Version:        storage.RecordVersion,
 	}
 }
 
 // rival is another invocation's claim of the same record.
-func rival(r idempotent.Record, lease time.Time) idempotent.Record {
+func rival(r storage.Record, lease time.Time) storage.Record {
 	r.Lease = randomHex(16)
 	r.LeaseExpiresAt = lease
 	return r
 }
 
-func completed(r idempotent.Record, data []byte, expires time.Time) idempotent.Record {
-	r.Status = idempotent.StatusCompleted
+func completed(r storage.Record, data []byte, expires time.Time) storage.Record {
+	r.Status = storage.StatusCompleted
 	r.Data = data
 	r.ExpiresAt = expires
 	r.LeaseExpiresAt = time.Time{}
 	return r
 }
 
-func (c *checker) claim(rec idempotent.Record, now time.Time) idempotent.ClaimResult {
+func (c *checker) claim(rec storage.Record, now time.Time) storage.ClaimResult {
 	c.Helper()
 	res, err := c.store.Claim(c.ctx(), rec, now)
 	if err != nil {
@@ -110,7 +111,7 @@ func (c *checker) claim(rec idempotent.Record, now time.Time) idempotent.ClaimRe
 	return res
 }
 
-func (c *checker) mustClaim(rec idempotent.Record, now time.Time) idempotent.ClaimResult {
+func (c *checker) mustClaim(rec storage.Record, now time.Time) storage.ClaimResult {
 	c.Helper()
 	res := c.claim(rec, now)
 	if !res.Claimed {
@@ -119,7 +120,7 @@ func (c *checker) mustClaim(rec idempotent.Record, now time.Time) idempotent.Cla
 	return res
 }
 
-func (c *checker) mustRefuse(rec idempotent.Record, now time.Time) *idempotent.Record {
+func (c *checker) mustRefuse(rec storage.Record, now time.Time) *storage.Record {
 	c.Helper()
 	res := c.claim(rec, now)
 	if res.Claimed || res.Existing == nil {
@@ -128,7 +129,7 @@ func (c *checker) mustRefuse(rec idempotent.Record, now time.Time) *idempotent.R
 	return res.Existing
 }
 
-func (c *checker) mustComplete(rec idempotent.Record) {
+func (c *checker) mustComplete(rec storage.Record) {
 	c.Helper()
 	if err := c.store.Complete(c.ctx(), rec); err != nil {
 		c.fatalf("Complete(%s): %v", rec.ID, err)
@@ -137,14 +138,14 @@ func (c *checker) mustComplete(rec idempotent.Record) {
 
 func (c *checker) wantLeaseLost(err error, op string) {
 	c.Helper()
-	if !errors.Is(err, idempotent.ErrLeaseLost) {
-		c.errorf("%s: error %v, want one wrapping idempotent.ErrLeaseLost", op, err)
+	if !errors.Is(err, storage.ErrLeaseLost) {
+		c.errorf("%s: error %v, want one wrapping storage.ErrLeaseLost", op, err)
 	}
 }
 
 // sameRecord compares a returned record with what was written, at the
 // precision stores keep (seconds for ExpiresAt, milliseconds for the lease).
-func (c *checker) sameRecord(got *idempotent.Record, want idempotent.Record) {
+func (c *checker) sameRecord(got *storage.Record, want storage.Record) {
 	c.Helper()
 	var diffs []string
 	check := func(field string, ok bool, g, w any) {
@@ -207,7 +208,7 @@ func cases() []testCase {
 			c.mustClaim(a, c.now)
 			c.mustComplete(completed(a, []byte("p1"), c.now.Add(time.Hour)))
 			got := c.mustRefuse(rival(a, c.now.Add(time.Hour)), c.now.Add(10*time.Minute))
-			if got.Status != idempotent.StatusCompleted {
+			if got.Status != storage.StatusCompleted {
 				c.errorf("status %q, want COMPLETED", got.Status)
 			}
 		}},
@@ -385,8 +386,8 @@ func cases() []testCase {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			err := c.store.Complete(c.ctx(), completed(a, bytes.Repeat([]byte{'x'}, 500<<10), c.now.Add(time.Hour)))
-			if !errors.Is(err, idempotent.ErrTooLarge) {
-				c.fatalf("Complete of a 500 KB record: %v, want one wrapping idempotent.ErrTooLarge", err)
+			if !errors.Is(err, storage.ErrTooLarge) {
+				c.fatalf("Complete of a 500 KB record: %v, want one wrapping storage.ErrTooLarge", err)
 			}
 			// The record is untouched and still owned, so the caller can
 			// complete it without the response.
@@ -399,7 +400,7 @@ func cases() []testCase {
 				wg      sync.WaitGroup
 				mu      sync.Mutex
 				winners []string
-				losers  []*idempotent.Record
+				losers  []*storage.Record
 				errs    []error
 			)
 			start := make(chan struct{})

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
 )
 
 // Table describes a table to create: on-demand billing, a string partition
@@ -78,11 +78,18 @@ func UniqueTables(prefix string) Tables {
 // CreateTables creates the three tables at once and waits until they are
 // active, with TTL enabled on the idempotency table.
 func CreateTables(ctx context.Context, client *dynamodb.Client, names Tables) error {
-	g, ctx := errgroup.WithContext(ctx)
-	for _, t := range names.Specs() {
-		g.Go(func() error { return CreateTable(ctx, client, t) })
+	specs := names.Specs()
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, t := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = CreateTable(ctx, client, t)
+		}()
 	}
-	return g.Wait()
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // DeleteTables deletes the three tables; tables that do not exist are not an

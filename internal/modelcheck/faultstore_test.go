@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // fault is what faultStore does to one store call.
@@ -45,14 +45,14 @@ type observation struct {
 	op      opKind
 	inv     int // the invocation that made the call
 	lease   string
-	rec     idempotent.Record // Claim and Complete
-	now     time.Time         // Claim
-	realAt  time.Time         // Claim: real time when the store was called
+	rec     storage.Record // Claim and Complete
+	now     time.Time      // Claim
+	realAt  time.Time      // Claim: real time when the store was called
 	fault   fault
 	during  int  // the invocation whose claim the gate held in flight when this call began, or -1
 	dropped bool // Complete/Release of a crashed owner: never sent
 	called  bool // the real store was called
-	res     idempotent.ClaimResult
+	res     storage.ClaimResult
 	err     error // the real store's error
 }
 
@@ -94,7 +94,7 @@ func invOf(ctx context.Context) int {
 // invocation, drops every completion and release of a crashed owner's lease,
 // and logs every call for the model.
 type faultStore struct {
-	inner idempotent.Store
+	inner storage.Store
 
 	mu     sync.Mutex
 	faults map[int]map[opKind]fault // per invocation, each used once
@@ -138,7 +138,7 @@ func (s *faultStore) flown() {
 	s.flying = -1
 }
 
-func newFaultStore(inner idempotent.Store) *faultStore {
+func newFaultStore(inner storage.Store) *faultStore {
 	return &faultStore{inner: inner, faults: map[int]map[opKind]fault{}, dead: map[string]bool{}, flying: -1}
 }
 
@@ -196,7 +196,7 @@ func (s *faultStore) log(o observation) {
 	s.obs = append(s.obs, o)
 }
 
-func (s *faultStore) Claim(ctx context.Context, rec idempotent.Record, now time.Time) (idempotent.ClaimResult, error) {
+func (s *faultStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	o := observation{op: opClaim, inv: invOf(ctx), lease: rec.Lease, rec: rec, now: now, realAt: time.Now()}
 	g := s.begin(&o)
 	defer func() { s.log(o) }()
@@ -206,17 +206,17 @@ func (s *faultStore) Claim(ctx context.Context, rec idempotent.Record, now time.
 		s.flown()
 	}
 	if o.fault == faultBefore {
-		return idempotent.ClaimResult{}, errInjected
+		return storage.ClaimResult{}, errInjected
 	}
 	o.called = true
 	o.res, o.err = s.inner.Claim(ctx, rec, now)
 	if o.fault == faultAfter {
-		return idempotent.ClaimResult{}, errInjected
+		return storage.ClaimResult{}, errInjected
 	}
 	return o.res, o.err
 }
 
-func (s *faultStore) Complete(ctx context.Context, rec idempotent.Record) error {
+func (s *faultStore) Complete(ctx context.Context, rec storage.Record) error {
 	o := observation{op: opComplete, inv: invOf(ctx), lease: rec.Lease, rec: rec}
 	s.begin(&o)
 	defer func() { s.log(o) }()

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // input is the wrapped handler's input: the key and the payload that is
@@ -161,7 +162,7 @@ type machine struct {
 	stats   *stats
 }
 
-func newMachine(t *rapid.T, inner idempotent.Store, prefix string, st *stats) *machine {
+func newMachine(t *rapid.T, inner storage.Store, prefix string, st *stats) *machine {
 	m := &machine{store: newFaultStore(inner), flights: map[flightKey]*invocation{}, stats: st}
 	m.keys = rapid.IntRange(2, 3).Draw(t, "keys")
 	m.recs = make([]*record, m.keys)
@@ -268,7 +269,7 @@ func (m *machine) describe(r *record) string {
 	} else {
 		s += fmt.Sprintf("in [%s, %s]", m.at(satMul(r.expLo, 1e9)), m.at(satMul(r.expHi, 1e9)))
 	}
-	if r.status == idempotent.StatusInProgress {
+	if r.status == storage.StatusInProgress {
 		return s + ", lease ending " + m.spanString(r.span)
 	}
 	return s + fmt.Sprintf(", response %q", r.resp)
@@ -672,7 +673,7 @@ func (m *machine) Jump(t *rapid.T) {
 		if r == nil {
 			continue
 		}
-		if r.status == idempotent.StatusInProgress {
+		if r.status == storage.StatusInProgress {
 			leaseEdges(fmt.Sprintf("key-%d", k), r.span)
 		}
 		add(fmt.Sprintf("last s before key-%d expires", k), satMul(r.expLo, 1e9))
@@ -751,13 +752,13 @@ func (m *machine) checkEntry(t *rapid.T, inv *invocation) {
 		return
 	}
 	switch {
-	case r.status == idempotent.StatusInProgress && r.span.lapsed(now) == no:
+	case r.status == storage.StatusInProgress && r.span.lapsed(now) == no:
 		t.Fatalf("invariant 1 violated: #%d took over key-%d at %s before the lease of its %s ended",
 			inv.id, inv.key, m.nowString(), m.describe(r))
 	case r.payload != inv.payload:
 		t.Fatalf("invariant 2 violated: the handler of #%d ran with payload-%d at %s while key-%d is bound to payload-%d by its %s",
 			inv.id, inv.payload, m.nowString(), inv.key, r.payload, m.describe(r))
-	case r.status == idempotent.StatusCompleted:
+	case r.status == storage.StatusCompleted:
 		t.Fatalf("invariant 3 violated: the handler of #%d ran again at %s for key-%d instead of replaying its live %s",
 			inv.id, m.nowString(), inv.key, m.describe(r))
 	}
@@ -774,7 +775,7 @@ func (m *machine) apply(t *rapid.T, obs []observation) {
 			if o.op == opClaim {
 				inv.expect = expectStoreError
 			}
-		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, idempotent.ErrLeaseLost)):
+		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, storage.ErrLeaseLost)):
 			t.Fatalf("%v: the store failed without an injected fault", o)
 		case o.op == opClaim:
 			m.applyClaim(t, inv, o)
@@ -802,7 +803,7 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 			switch {
 			case r.payload != inv.payload:
 				which = "invariant 2 violated: a record bound to another payload was taken over"
-			case r.status == idempotent.StatusCompleted:
+			case r.status == storage.StatusCompleted:
 				which = "invariant 3 violated: a live completed record was claimed instead of replayed"
 			}
 			t.Fatalf("%s: %v replaced key-%d's %s at %s", which, o, inv.key, m.describe(r), m.nowString())
@@ -811,7 +812,7 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 			m.stats.crossTakeovers.Add(1)
 		}
 		s, expLo, expHi := inv.w.opts.claimTimes(now, inv.deadline, inv.realBefore, o.realAt)
-		m.recs[inv.key] = &record{status: idempotent.StatusInProgress, payload: inv.payload, owner: inv.id,
+		m.recs[inv.key] = &record{status: storage.StatusInProgress, payload: inv.payload, owner: inv.id,
 			lease: o.rec.Lease, span: &s, expLo: expLo, expHi: expHi}
 		inv.lease, inv.span = o.rec.Lease, &s
 		inv.minRun = inv.w.opts.handlerTime(inv.deadline, o.realAt)
@@ -829,7 +830,7 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 		t.Fatalf("%v: the store answered with a record other than the model's %s", o, m.describe(r))
 	}
 	r.refused(inv.payload, now)
-	if r.status == idempotent.StatusInProgress && m.invs[r.owner].w != inv.w {
+	if r.status == storage.StatusInProgress && m.invs[r.owner].w != inv.w {
 		m.stats.storeContended.Add(1)
 	}
 	switch {
@@ -837,7 +838,7 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 		inv.expect = expectStoreError
 	case r.payload != inv.payload:
 		inv.expect = expectMismatch
-	case r.status == idempotent.StatusCompleted:
+	case r.status == storage.StatusCompleted:
 		inv.expect, inv.replay = expectReplay, r.resp
 	default:
 		inv.expect = expectInProgress
@@ -854,7 +855,7 @@ func (m *machine) applyComplete(t *rapid.T, inv *invocation, o observation) {
 	case !landed && owns:
 		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
 	case landed:
-		r.status, r.resp, r.span = idempotent.StatusCompleted, inv.value, nil
+		r.status, r.resp, r.span = storage.StatusCompleted, inv.value, nil
 		r.expLo, r.expHi = inv.w.opts.completedExpiry(m.now())
 	}
 }

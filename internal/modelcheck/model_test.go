@@ -17,6 +17,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -26,10 +27,10 @@ import (
 func TestModel(t *testing.T) {
 	for _, s := range []struct {
 		name string
-		open func(t *testing.T) func() idempotent.Store
+		open func(t *testing.T) func() storage.Store
 	}{
-		{"memory", func(*testing.T) func() idempotent.Store {
-			return func() idempotent.Store { return idempotent.NewMemoryStore() }
+		{"memory", func(*testing.T) func() storage.Store {
+			return func() storage.Store { return idempotent.NewMemoryStore() }
 		}},
 		{"dynamodb", openDynamo},
 		{"redis", openRedis},
@@ -71,7 +72,7 @@ func (s *stats) String() string {
 
 // openDynamo returns a store on a fresh table of DynamoDB Local, or skips
 // (or, under scripts/with-dynamodb.sh, fails) without one.
-func openDynamo(t *testing.T) func() idempotent.Store {
+func openDynamo(t *testing.T) func() storage.Store {
 	client := localddb.TestClient(t)
 	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -85,13 +86,13 @@ func openDynamo(t *testing.T) func() idempotent.Store {
 		}
 	})
 	store := dynamostore.New(client, table.Name)
-	return func() idempotent.Store { return store }
+	return func() storage.Store { return store }
 }
 
 // openRedis returns a store on its own key prefix of the server at
 // REDIS_URL, or skips without one unless IDEMKIT_REQUIRE_REDIS=1 (set by
 // scripts/with-redis.sh) says it must be there.
-func openRedis(t *testing.T) func() idempotent.Store {
+func openRedis(t *testing.T) func() storage.Store {
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		if os.Getenv("IDEMKIT_REQUIRE_REDIS") == "1" {
@@ -125,5 +126,5 @@ func openRedis(t *testing.T) func() idempotent.Store {
 		}
 	})
 	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
-	return func() idempotent.Store { return store }
+	return func() storage.Store { return store }
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The reference model. It knows the documented rules, not the code: instants
@@ -150,7 +150,7 @@ func (o options) completedExpiry(now int64) (lo, hi int64) {
 
 // record is the model of the one stored record of a key.
 type record struct {
-	status  idempotent.Status
+	status  storage.Status
 	payload int    // the payload it was claimed with (its fingerprint)
 	owner   int    // the invocation whose claim wrote it
 	lease   string // that claim's lease token
@@ -178,7 +178,7 @@ func (r *record) expired(now int64) tri {
 // until it expires; only a retry of that payload takes it over).
 func (r *record) claimable(payload int, now int64) tri {
 	e := r.expired(now)
-	if r.status != idempotent.StatusInProgress || r.payload != payload {
+	if r.status != storage.StatusInProgress || r.payload != payload {
 		return e
 	}
 	return or(e, r.span.lapsed(now))
@@ -188,7 +188,7 @@ func (r *record) claimable(payload int, now int64) tri {
 // for payload at now: it had not expired, nor (when that mattered) lapsed.
 func (r *record) refused(payload int, now int64) {
 	r.expLo = max(r.expLo, floorDiv(now, 1e9))
-	if r.status == idempotent.StatusInProgress && r.payload == payload {
+	if r.status == storage.StatusInProgress && r.payload == payload {
 		r.span.lo = max(r.span.lo, floorDiv(now, 1e6))
 	}
 }

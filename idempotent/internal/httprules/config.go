@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
@@ -53,7 +54,7 @@ type Rules struct {
 // New makes the rules of cfg over store. pkg names the front door in panics
 // (programmer errors, found at start-up): no methods, a nil store, options
 // only a typed front door can use.
-func New(pkg string, store idempotent.Store, cfg Config) *Rules {
+func New(pkg string, store storage.Store, cfg Config) *Rules {
 	if len(cfg.Methods) == 0 {
 		panic(pkg + ": WithMethods: no methods")
 	}

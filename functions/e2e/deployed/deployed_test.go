@@ -1,4 +1,4 @@
-package e2e_test
+package deployed_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/e2e"
+	"github.com/idemkit/idemkit/functions/e2e/deployed"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
@@ -43,8 +44,8 @@ func TestDeployed(t *testing.T) {
 	require.NoError(t, err)
 	lambdaClient := awslambda.NewFromConfig(cfg)
 	e2e.Run(t, e2e.Target{
-		Payments: e2e.LambdaInvoker(lambdaClient, outputs.PaymentsFunctionName),
-		Orders:   e2e.LambdaInvoker(lambdaClient, outputs.OrdersFunctionName),
+		Payments: deployed.LambdaInvoker(lambdaClient, outputs.PaymentsFunctionName),
+		Orders:   deployed.LambdaInvoker(lambdaClient, outputs.OrdersFunctionName),
 		State: e2e.DynamoState{
 			Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
 			Tables: outputs.Tables(),
@@ -55,7 +56,7 @@ func TestDeployed(t *testing.T) {
 		// that: a redelivery that reserved twice would show. The poison and
 		// invalid messages stay on the queue until they reach the dead-letter
 		// queue (5 receives): the suite does not wait for that.
-		Queue:       e2e.SQSSender(sqs.NewFromConfig(cfg), outputs.QueueURL),
+		Queue:       deployed.SQSSender(sqs.NewFromConfig(cfg), outputs.QueueURL),
 		QueueWait:   2 * time.Minute,
 		QueueSettle: 200 * time.Second,
 	})
@@ -155,11 +156,11 @@ func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
 		"orders-fn":   e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout),
 		"failing-fn":  func(context.Context, []byte) ([]byte, error) { return nil, fmt.Errorf("boom") },
 	})
-	queue := &e2e.LocalQueue{Orders: e2e.LambdaInvoker(client, "orders-fn"), BatchSize: 10, MaxReceives: 5}
-	sender := e2e.SQSSender(fakeSQS(t, queue.Send), "http://queue.local/orders")
+	queue := &e2e.LocalQueue{Orders: deployed.LambdaInvoker(client, "orders-fn"), BatchSize: 10, MaxReceives: 5}
+	sender := deployed.SQSSender(fakeSQS(t, queue.Send), "http://queue.local/orders")
 	e2e.Run(t, e2e.Target{
-		Payments: e2e.LambdaInvoker(client, "payments-fn"),
-		Orders:   e2e.LambdaInvoker(client, "orders-fn"),
+		Payments: deployed.LambdaInvoker(client, "payments-fn"),
+		Orders:   deployed.LambdaInvoker(client, "orders-fn"),
 		State:    tables,
 		Queue:    sender,
 	})
@@ -167,8 +168,8 @@ func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
 
 	// 23 messages take three SendMessageBatch calls, all delivered (and, not
 	// being orders, dead-lettered); a refused entry is an error.
-	other := &e2e.LocalQueue{Orders: e2e.LambdaInvoker(client, "orders-fn"), MaxReceives: 1}
-	send := e2e.SQSSender(fakeSQS(t, other.Send), "http://queue.local/orders")
+	other := &e2e.LocalQueue{Orders: deployed.LambdaInvoker(client, "orders-fn"), MaxReceives: 1}
+	send := deployed.SQSSender(fakeSQS(t, other.Send), "http://queue.local/orders")
 	bodies := make([]string, 23)
 	for i := range bodies {
 		bodies[i] = fmt.Sprintf("not json %d", i)
@@ -176,9 +177,9 @@ func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
 	require.NoError(t, send(context.Background(), bodies))
 	assert.Equal(t, bodies, other.DeadLetters())
 	assert.ErrorContains(t, send(context.Background(), []string{"not json", "refuse-me"}), "1 of 2 messages refused, first: InvalidMessageContents")
-	_, err := e2e.LambdaInvoker(client, "failing-fn")(context.Background(), []byte(`{}`))
+	_, err := deployed.LambdaInvoker(client, "failing-fn")(context.Background(), []byte(`{}`))
 	assert.ErrorContains(t, err, "Unhandled")
-	_, err = e2e.LambdaInvoker(client, "missing-fn")(context.Background(), []byte(`{}`))
+	_, err = deployed.LambdaInvoker(client, "missing-fn")(context.Background(), []byte(`{}`))
 	assert.ErrorContains(t, err, "missing-fn")
 }
 

@@ -1,4 +1,4 @@
-package idempotent
+package storage
 
 import "time"
 
@@ -51,7 +51,7 @@ type Record struct {
 // until it expires; only a retry of that payload takes it over. An
 // INPROGRESS record without a lease end is never taken over.
 func (r *Record) Replaceable(claim *Record, now time.Time) bool {
-	if r.expiredAt(now) {
+	if r.Expired(now) {
 		return true
 	}
 	return r.Status == StatusInProgress && !r.LeaseExpiresAt.IsZero() &&
@@ -59,8 +59,8 @@ func (r *Record) Replaceable(claim *Record, now time.Time) bool {
 		(r.Fingerprint == "" || claim.Fingerprint == "" || r.Fingerprint == claim.Fingerprint)
 }
 
-// expiredAt reports whether r no longer counts at now, with the same second
-// granularity the stores' conditions use.
-func (r *Record) expiredAt(now time.Time) bool {
+// Expired reports whether r no longer counts at now (ExpiresAt.Unix() <
+// now.Unix(): the second granularity of the stores' conditions and TTL).
+func (r *Record) Expired(now time.Time) bool {
 	return r.ExpiresAt.Unix() < now.Unix()
 }

@@ -1,4 +1,4 @@
-package idempotent
+package storage
 
 import (
 	"context"

@@ -1,0 +1,104 @@
+package idempotent
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// deadlineCtx is context.WithDeadline(parent, deadline) made lazily: its
+// channel and timer exist only once something asks for Done. Work that never
+// selects on Done (much in-process work, and every completion on the memory
+// store, which only checks Err) then costs no timer; with two timers a call,
+// they were a third of the engine's own time per first run.
+//
+// Unlike a context made by the context package, context.Cause of a
+// deadlineCtx reports its parent's cause (a context only the context package
+// makes can carry its own); Err is exact.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time // the earlier of the parent's and the one asked for
+
+	mu         sync.Mutex
+	done       chan struct{} // made by the first Done
+	err        error         // set once, when the context ends
+	timer      *time.Timer
+	stopParent func() bool
+}
+
+// withLazyDeadline is context.WithDeadline without the timer until one is needed.
+func withLazyDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
+		deadline = pd
+	}
+	c := &deadlineCtx{Context: parent, deadline: deadline}
+	return c, func() { c.end(context.Canceled) }
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil {
+		return c.done
+	}
+	c.done = make(chan struct{})
+	if c.err == nil {
+		c.err = c.check()
+	}
+	if c.err != nil {
+		close(c.done)
+		return c.done
+	}
+	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
+	if c.Context.Done() != nil {
+		c.stopParent = context.AfterFunc(c.Context, func() { c.end(c.Context.Err()) })
+	}
+	return c.done
+}
+
+func (c *deadlineCtx) Err() error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err = c.check(); err != nil {
+		return c.end(err)
+	}
+	return nil
+}
+
+// check says whether the context has ended, from its parent and the clock.
+func (c *deadlineCtx) check() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// end ends the context with err, unless it has ended already, and returns
+// the error it ended with.
+func (c *deadlineCtx) end(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.stopParent != nil {
+		c.stopParent()
+	}
+	return err
+}

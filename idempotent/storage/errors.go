@@ -1,0 +1,27 @@
+package storage
+
+import "errors"
+
+// Errors a Store returns. Match them with errors.Is; a store wraps them with
+// its cause.
+var (
+	// ErrCorruptRecord: a stored record cannot be decoded or is of an unknown
+	// format version; it is never replayed. Front doors return it to callers
+	// (as idempotent.ErrCorruptRecord, the same value). Not retryable until
+	// the record expires.
+	ErrCorruptRecord = errors.New("idempotent: corrupt or foreign record")
+
+	// ErrLeaseLost: a fenced completion or release found the record owned by
+	// another lease (a takeover happened). The engine reports it to the
+	// outcome hook and the log, not to the caller.
+	ErrLeaseLost = errors.New("idempotent: lease lost to another invocation")
+
+	// ErrTooLarge: Complete cannot hold a record that large. The engine then
+	// completes the record without its response.
+	ErrTooLarge = errors.New("idempotent: record too large for the store")
+)
+
+// DefaultMaxItemBytes is the item size limit a store enforces unless told
+// otherwise: DynamoDB's 400 KB, so the memory and Redis stores meet the same
+// limit as production.
+const DefaultMaxItemBytes = 400 << 10
