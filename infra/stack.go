@@ -195,6 +195,8 @@ func NewIdemkitStack(scope constructs.Construct, id string, props *IdemkitStackP
 		output(stack, "ApiUrl", apiURL, "Base URL of the HTTP API; the payments route is POST {ApiUrl}payments")
 	}
 	queue, deadLetters := newOrdersQueue(stack, ordersFn)
+	// The payments API as net/http on a Function URL (functionurl.go).
+	newPaymentsURL(stack, props.AssetsDir, arch, idempotency, payments)
 
 	output(stack, "PaymentsFunctionName", paymentsFn.FunctionName(), "Name of the payments function")
 	output(stack, "OrdersFunctionName", ordersFn.FunctionName(), "Name of the orders function")

@@ -175,10 +175,11 @@ func getAtt(id string) map[string]any { return map[string]any{"Fn::GetAtt": []an
 func TestResourceCounts(t *testing.T) {
 	counts := map[string]int{
 		"AWS::DynamoDB::Table":            3,
-		"AWS::Lambda::Function":           2,
-		"AWS::Logs::LogGroup":             2,
-		"AWS::IAM::Role":                  2,
-		"AWS::IAM::Policy":                2,
+		"AWS::Lambda::Function":           3, // payments, orders, and the Function URL sample (functionurl_test.go)
+		"AWS::Lambda::Url":                1,
+		"AWS::Logs::LogGroup":             3,
+		"AWS::IAM::Role":                  3,
+		"AWS::IAM::Policy":                3,
 		"AWS::SQS::Queue":                 2,
 		"AWS::Lambda::EventSourceMapping": 1,
 		"AWS::ApiGatewayV2::Api":          1,
@@ -599,6 +600,7 @@ func TestOutputs(t *testing.T) {
 	common := []string{
 		"PaymentsFunctionName", "OrdersFunctionName", "QueueUrl", "DeadLetterQueueUrl",
 		"IdempotencyTableName", "PaymentsTableName", "InventoryTableName",
+		"PaymentsFunctionUrl", "PaymentsUrlFunctionName",
 	}
 	tests := []struct {
 		v    variant

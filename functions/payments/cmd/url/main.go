@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambdaurl"
+
+	"github.com/idemkit/idemkit/functions/internal/boot"
+	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/emf"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
+)
+
+func main() {
+	boot.Logging(os.Stdout, os.Getenv)
+	cfg, err := payments.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		boot.Fatal(err)
+	}
+	client, err := boot.DynamoDB(context.Background())
+	if err != nil {
+		boot.Fatal(err)
+	}
+	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
+	metrics := emf.New(os.Stdout)
+	lambdaurl.Start(payments.NewURLHandler(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable,
+		nethttp.WithIdempotentOptions(idempotent.WithOutcomeHook(metrics.Hook))))
+}
