@@ -13,6 +13,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/internal/envelope"
 )
 
 const (
@@ -451,15 +452,15 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	done.ExpiresAt = ceilSecond(e.cfg.now().Add(e.cfg.expiry))
 	ev.Outcome = OutcomeExecuted
 	if encErr {
-		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, err
+		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, err
 	} else {
-		done.Data = encodeData(data, e.cfg.compressAbove)
+		done.Data = envelope.Encode(data, e.cfg.compressAbove)
 	}
 
 	cerr := e.completeRecord(ctx, done)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
-		done.Data, ev.Outcome, ev.Err = notStoredData, OutcomeNotStored, cerr
+		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
 		cerr = e.completeRecord(ctx, done)
 	}
 	switch {
@@ -584,7 +585,7 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
 		return Result{}, e.finish(ctx, start, ev)
 	}
-	raw, stored, err := decodeData(rec.Data)
+	raw, stored, err := envelope.Decode(rec.Data)
 	if err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, err
 		return Result{}, e.finish(ctx, start, ev)

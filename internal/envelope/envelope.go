@@ -1,4 +1,7 @@
-package idempotent
+// Package envelope is the encoding of a record's Data: a tag byte saying how
+// the response that follows is stored (as it is, DEFLATE-compressed, or not at
+// all). The engine writes it; the idemkit command reads it.
+package envelope
 
 import (
 	"bytes"
@@ -6,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The first byte of storage.Record.Data says how the rest is encoded. New tags may be
@@ -17,16 +22,18 @@ const (
 	maxInflatedMB = 64  // bound on a decompressed response, against bombs
 )
 
-var notStoredData = []byte{tagNotStored}
+// NotStored is the Data of a record completed without its response (too
+// large, or not serializable).
+var NotStored = []byte{tagNotStored}
 
 var flateWriters = sync.Pool{New: func() any {
 	w, _ := flate.NewWriter(nil, flate.BestSpeed)
 	return w
 }}
 
-// encodeData wraps codec bytes for storage, compressing them when they are
+// Encode wraps codec bytes for storage, compressing them when they are
 // larger than threshold and compression helps.
-func encodeData(raw []byte, threshold int) []byte {
+func Encode(raw []byte, threshold int) []byte {
 	if len(raw) > threshold && threshold >= 0 {
 		var buf bytes.Buffer
 		buf.Grow(len(raw)/2 + 16)
@@ -46,11 +53,11 @@ func encodeData(raw []byte, threshold int) []byte {
 	return out
 }
 
-// decodeData returns the codec bytes held in data; stored reports whether the
+// Decode returns the codec bytes held in data; stored reports whether the
 // record carries a response at all.
-func decodeData(data []byte) (raw []byte, stored bool, err error) {
+func Decode(data []byte) (raw []byte, stored bool, err error) {
 	if len(data) == 0 {
-		return nil, false, fmt.Errorf("%w: completed record has no data", ErrCorruptRecord)
+		return nil, false, fmt.Errorf("%w: completed record has no data", storage.ErrCorruptRecord)
 	}
 	switch data[0] {
 	case tagPlain:
@@ -60,15 +67,15 @@ func decodeData(data []byte) (raw []byte, stored bool, err error) {
 		defer r.Close()
 		raw, err := io.ReadAll(io.LimitReader(r, maxInflatedMB<<20+1))
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: inflate: %w", ErrCorruptRecord, err)
+			return nil, false, fmt.Errorf("%w: inflate: %w", storage.ErrCorruptRecord, err)
 		}
 		if len(raw) > maxInflatedMB<<20 {
-			return nil, false, fmt.Errorf("%w: response inflates past %d MB", ErrCorruptRecord, maxInflatedMB)
+			return nil, false, fmt.Errorf("%w: response inflates past %d MB", storage.ErrCorruptRecord, maxInflatedMB)
 		}
 		return raw, true, nil
 	case tagNotStored:
 		return nil, false, nil
 	default:
-		return nil, false, fmt.Errorf("%w: unknown data encoding %q", ErrCorruptRecord, data[0])
+		return nil, false, fmt.Errorf("%w: unknown data encoding %q", storage.ErrCorruptRecord, data[0])
 	}
 }
