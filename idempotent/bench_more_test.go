@@ -28,8 +28,10 @@ type benchNullStore struct{}
 func (benchNullStore) Claim(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 	return storage.ClaimResult{Claimed: true}, nil
 }
-func (benchNullStore) Complete(context.Context, storage.Record) error { return nil }
-func (benchNullStore) Release(context.Context, string, string) error  { return nil }
+func (benchNullStore) Complete(context.Context, storage.Record) error                 { return nil }
+func (benchNullStore) Release(context.Context, string, string) error                  { return nil }
+func (benchNullStore) AppendStep(context.Context, string, string, storage.Step) error { return nil }
+func (benchNullStore) Suspend(context.Context, string, string, time.Time) error       { return nil }
 
 // benchRefusingStore refuses every claim with the same stored record, as a store
 // does for a duplicate (replay when rec is completed, ErrInProgress when not).
@@ -40,6 +42,10 @@ func (s benchRefusingStore) Claim(context.Context, storage.Record, time.Time) (s
 }
 func (benchRefusingStore) Complete(context.Context, storage.Record) error { return nil }
 func (benchRefusingStore) Release(context.Context, string, string) error  { return nil }
+func (benchRefusingStore) AppendStep(context.Context, string, string, storage.Step) error {
+	return nil
+}
+func (benchRefusingStore) Suspend(context.Context, string, string, time.Time) error { return nil }
 
 // benchCaptureStore is a MemoryStore that keeps the last completed record.
 type benchCaptureStore struct {

@@ -21,8 +21,10 @@ type downStore struct{}
 func (downStore) Claim(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 	return storage.ClaimResult{}, errors.New("ThrottlingException: rate exceeded")
 }
-func (downStore) Complete(context.Context, storage.Record) error { return nil }
-func (downStore) Release(context.Context, string, string) error  { return nil }
+func (downStore) Complete(context.Context, storage.Record) error                 { return nil }
+func (downStore) Release(context.Context, string, string) error                  { return nil }
+func (downStore) AppendStep(context.Context, string, string, storage.Step) error { return nil }
+func (downStore) Suspend(context.Context, string, string, time.Time) error       { return nil }
 
 // Each invocation logs one line, "idempotent: <outcome>", with the hashed
 // record ID (never the raw key or payload). Lambda reads JSON lines on

@@ -41,9 +41,15 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	if s.records == nil {
 		s.records = make(map[string]storage.Record)
 	}
-	s.records[rec.ID] = cloneValue(rec)
+	rec = cloneValue(rec)
+	rec.Steps = nil
+	var kept []storage.Step
+	if exists && old.Resumable(&rec, now) {
+		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
+	}
+	s.records[rec.ID] = rec
 	tookOver := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
-	return storage.ClaimResult{Claimed: true, TookOver: tookOver}, nil
+	return storage.ClaimResult{Claimed: true, TookOver: tookOver, Steps: kept}, nil
 }
 
 // Complete implements storage.Store.
@@ -64,7 +70,47 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	old.Data = append([]byte(nil), rec.Data...)
 	old.ExpiresAt = normalize(rec).ExpiresAt
 	old.LeaseExpiresAt = time.Time{}
+	old.Steps = nil
 	s.records[rec.ID] = old
+	return nil
+}
+
+// AppendStep implements storage.Store.
+func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[id]
+	if !ok || old.Lease != lease || old.Status != storage.StatusInProgress {
+		return storage.ErrLeaseLost
+	}
+	grown := old
+	grown.Steps = append(cloneSteps(old.Steps), storage.Step{Name: step.Name, Data: append([]byte(nil), step.Data...)})
+	if size, limit := recordSize(&grown), s.limit(); size > limit {
+		return fmt.Errorf("%w: %d bytes with step %q (limit %d)", storage.ErrTooLarge, size, step.Name, limit)
+	}
+	s.records[id] = grown
+	return nil
+}
+
+// Suspend implements storage.Store.
+func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[id]
+	if !ok {
+		return nil
+	}
+	if old.Lease != lease || old.Status != storage.StatusInProgress {
+		return storage.ErrLeaseLost
+	}
+	old.LeaseExpiresAt = time.UnixMilli(leaseEnd.UnixMilli())
+	s.records[id] = old
 	return nil
 }
 
@@ -103,7 +149,21 @@ func recordSize(r *storage.Record) int {
 		len("lease") + len(r.Lease) +
 		len("validation") + len(r.Fingerprint) +
 		len("data") + len(r.Data) +
-		len("version") + numberBytes
+		len("version") + numberBytes +
+		stepsSize(r.Steps)
+}
+
+// stepsSize is what a record's steps add, as a DynamoDB list of maps
+// ({name, data}) counts: 3 bytes per element and per map, plus names and values.
+func stepsSize(steps []storage.Step) int {
+	if len(steps) == 0 {
+		return 0
+	}
+	n := len("steps") + 3
+	for _, st := range steps {
+		n += 3 + 3 + len("name") + len(st.Name) + len("data") + len(st.Data)
+	}
+	return n
 }
 
 // normalize truncates times to the precision the DynamoDB store keeps.
@@ -115,8 +175,20 @@ func normalize(r storage.Record) storage.Record {
 	return r
 }
 
+func cloneSteps(steps []storage.Step) []storage.Step {
+	if steps == nil {
+		return nil
+	}
+	out := make([]storage.Step, len(steps))
+	for i, st := range steps {
+		out[i] = storage.Step{Name: st.Name, Data: append([]byte(nil), st.Data...)}
+	}
+	return out
+}
+
 func cloneValue(r storage.Record) storage.Record {
 	r.Data = append([]byte(nil), r.Data...)
+	r.Steps = cloneSteps(r.Steps)
 	return r
 }
 

@@ -158,6 +158,14 @@ func (s *fakeStore) Release(ctx context.Context, id, lease string) error {
 	return s.mem.Release(ctx, id, lease)
 }
 
+func (s *fakeStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
+	return s.mem.AppendStep(ctx, id, lease, step)
+}
+
+func (s *fakeStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
+	return s.mem.Suspend(ctx, id, lease, leaseEnd)
+}
+
 // refuseWith makes a claim find a live record: the claimed one with another
 // lease, changed by edit.
 func refuseWith(edit func(*storage.Record)) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {

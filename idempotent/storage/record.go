@@ -39,6 +39,26 @@ type Record struct {
 	Data []byte
 	// Version is the record format version (RecordVersion when written by this package).
 	Version int
+	// Steps are the steps the record's owners finished while it was
+	// INPROGRESS, in the order they finished (see idempotent.Step). A claim
+	// that takes the record over for the same Fingerprint keeps them; every
+	// other write that replaces the record, and Complete, drops them.
+	Steps []Step
+}
+
+// Step is one finished step of a record's owner: its name, unique within
+// the record, and its encoded result, opaque to stores.
+type Step struct {
+	Name string
+	Data []byte
+}
+
+// Resumable reports whether a claim of claim that replaces r keeps r's Steps:
+// r is an INPROGRESS record that has not expired at now and carries the same
+// Fingerprint as claim (both empty counts as the same). Steps are bound to
+// the payload they were recorded for, and die with the record.
+func (r *Record) Resumable(claim *Record, now time.Time) bool {
+	return r.Status == StatusInProgress && !r.Expired(now) && r.Fingerprint == claim.Fingerprint
 }
 
 // Replaceable reports whether a claim of claim at now may replace the stored

@@ -17,13 +17,18 @@ type Store interface {
 	// carrying rec.Lease is the caller's own (a retried claim whose first
 	// response was lost) and counts as claimed.
 	//
+	// The claimed record holds rec's fields and no Steps, except when the
+	// claim replaces a record that is [Record.Resumable] for rec (a takeover
+	// for the same payload): it then keeps that record's Steps, and returns
+	// them in ClaimResult.Steps, in the same atomic operation.
+	//
 	// When the claim is refused, the result holds the stored record and err is nil.
 	// A stored record that cannot be decoded yields an error wrapping
 	// ErrCorruptRecord.
 	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)
 
-	// Complete overwrites the record's Status, Data and ExpiresAt with rec's and
-	// clears LeaseExpiresAt, on condition that the stored record carries
+	// Complete overwrites the record's Status, Data and ExpiresAt with rec's,
+	// clears LeaseExpiresAt and drops its Steps, on condition that the stored record carries
 	// rec.Lease (status is not checked, so a retried completion succeeds again).
 	// It returns an error wrapping ErrLeaseLost if the record is gone or has
 	// another lease, and one wrapping ErrTooLarge, without writing, if the store
@@ -34,6 +39,21 @@ type Store interface {
 	// that is already gone is not an error; one with another lease yields an
 	// error wrapping ErrLeaseLost.
 	Release(ctx context.Context, id, lease string) error
+
+	// AppendStep adds step at the end of the Steps of the INPROGRESS record
+	// id, on condition that it carries lease. It returns an error wrapping
+	// ErrLeaseLost if the record is gone, completed or has another lease, and
+	// one wrapping ErrTooLarge, without writing, if the record with the step
+	// would not fit the store.
+	AppendStep(ctx context.Context, id, lease string, step Step) error
+
+	// Suspend sets the lease end of the INPROGRESS record id to leaseEnd,
+	// keeping the record and its Steps, on condition that it carries lease:
+	// an owner whose work failed after finishing steps lets the next claim
+	// for the same payload take the record over at once and resume. A record
+	// that is already gone is not an error; one with another lease, or
+	// completed, yields an error wrapping ErrLeaseLost.
+	Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error
 }
 
 // ClaimResult is the answer to Store.Claim.
@@ -46,4 +66,7 @@ type ClaimResult struct {
 	TookOver bool
 	// Existing is the live record that refused the claim; nil when Claimed.
 	Existing *Record
+	// Steps are the steps the claimed record kept from the record it took
+	// over (see Store.Claim); nil otherwise.
+	Steps []Step
 }

@@ -168,9 +168,54 @@ func (c *checker) sameRecord(got *storage.Record, want storage.Record) {
 	check("Fingerprint", got.Fingerprint == want.Fingerprint, got.Fingerprint, want.Fingerprint)
 	check("Data", bytes.Equal(got.Data, want.Data), len(got.Data), len(want.Data))
 	check("Version", got.Version == want.Version, got.Version, want.Version)
+	check("Steps", sameSteps(got.Steps, want.Steps), stepNames(got.Steps), stepNames(want.Steps))
 	for _, d := range diffs {
 		c.errorf("record %s: %s", want.ID, d)
 	}
+}
+
+func sameSteps(got, want []storage.Step) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data) {
+			return false
+		}
+	}
+	return true
+}
+
+func stepNames(steps []storage.Step) []string {
+	names := make([]string, len(steps))
+	for i, st := range steps {
+		names[i] = fmt.Sprintf("%s(%d bytes)", st.Name, len(st.Data))
+	}
+	return names
+}
+
+func (c *checker) mustAppend(rec storage.Record, step storage.Step) {
+	c.Helper()
+	if err := c.store.AppendStep(c.ctx(), rec.ID, rec.Lease, step); err != nil {
+		c.fatalf("AppendStep(%s, %s): %v", rec.ID, step.Name, err)
+	}
+}
+
+func (c *checker) wantSteps(res storage.ClaimResult, want []storage.Step, what string) {
+	c.Helper()
+	if !sameSteps(res.Steps, want) {
+		c.errorf("%s: ClaimResult.Steps = %v, want %v", what, stepNames(res.Steps), stepNames(want))
+	}
+}
+
+// someSteps returns n steps with distinct names and binary data.
+func someSteps(n int) []storage.Step {
+	steps := make([]storage.Step, n)
+	for i := range steps {
+		data := []byte{0, byte(i), 0xff, '"', '\\'}
+		steps[i] = storage.Step{Name: fmt.Sprintf("step-%d", i+1), Data: append(data, randomHex(8)...)}
+	}
+	return steps
 }
 
 func cases() []testCase {
@@ -436,6 +481,141 @@ func cases() []testCase {
 					c.errorf("a refused claim saw %+v, want the winner's record (lease %s)", l, winners[0])
 				}
 			}
+		}},
+		{"StepsAreKeptByATakeoverForTheSamePayload", func(c *checker) {
+			steps := someSteps(3)
+			a := c.inProgress(time.Second)
+			c.mustClaim(a, c.now)
+			c.mustAppend(a, steps[0])
+			c.mustAppend(a, steps[1])
+			a.Steps = steps[:2]
+			// A refused claim sees the steps.
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+			later := c.now.Add(2 * time.Second)
+			b := rival(a, later.Add(time.Second))
+			b.Steps = nil
+			res := c.mustClaim(b, later)
+			if !res.TookOver {
+				c.errorf("takeover: TookOver = false, want true")
+			}
+			c.wantSteps(res, steps[:2], "takeover for the same payload")
+			// The new owner records the next step; the old one is fenced out.
+			c.wantLeaseLost(c.store.AppendStep(c.ctx(), a.ID, a.Lease, steps[2]), "AppendStep by the previous owner")
+			c.mustAppend(b, steps[2])
+			b.Steps = steps
+			c.sameRecord(c.mustRefuse(rival(a, later.Add(time.Minute)), later), b)
+			// Completion drops them.
+			done := completed(b, []byte("p-done"), later.Add(time.Hour))
+			c.mustComplete(done)
+			done.Steps = nil
+			c.sameRecord(c.mustRefuse(rival(a, later), later), done)
+		}},
+		{"StepsSurviveTakeoversWithoutNewSteps", func(c *checker) {
+			// An owner that takes over and dies before its first step must
+			// not lose the steps it was handed: the next one gets them too.
+			steps := someSteps(2)
+			a := c.inProgress(time.Second)
+			c.mustClaim(a, c.now)
+			c.mustAppend(a, steps[0])
+			c.mustAppend(a, steps[1])
+			t1 := c.now.Add(2 * time.Second)
+			b := rival(a, t1.Add(time.Second))
+			c.wantSteps(c.mustClaim(b, t1), steps, "first takeover")
+			t2 := t1.Add(2 * time.Second)
+			d := rival(a, t2.Add(time.Second))
+			c.wantSteps(c.mustClaim(d, t2), steps, "second takeover")
+		}},
+		{"StepsAreDroppedForAnotherPayload", func(c *checker) {
+			// A takeover the liveness rule allows for a claim without a
+			// fingerprint (or over a record without one) does not resume:
+			// the steps may belong to another payload. They are gone for
+			// good, also for a later claim with the first fingerprint.
+			for _, tc := range []struct{ stored, claim string }{{randomHex(32), ""}, {"", randomHex(32)}} {
+				a := c.inProgress(time.Second)
+				a.Fingerprint = tc.stored
+				c.mustClaim(a, c.now)
+				c.mustAppend(a, someSteps(1)[0])
+				t1 := c.now.Add(2 * time.Second)
+				b := rival(a, t1.Add(time.Second))
+				b.Fingerprint = tc.claim
+				res := c.mustClaim(b, t1)
+				if !res.TookOver {
+					c.errorf("takeover (stored %q, claim %q): TookOver = false, want true", tc.stored, tc.claim)
+				}
+				c.wantSteps(res, nil, "takeover for another payload")
+				t2 := t1.Add(2 * time.Second)
+				again := rival(a, t2.Add(time.Second))
+				c.wantSteps(c.mustClaim(again, t2), nil, "a later takeover with the first fingerprint")
+			}
+		}},
+		{"ExpiryDropsSteps", func(c *checker) {
+			a := c.inProgress(time.Second)
+			a.ExpiresAt = c.now.Add(time.Minute)
+			c.mustClaim(a, c.now)
+			c.mustAppend(a, someSteps(1)[0])
+			t1 := c.now.Add(2 * time.Minute)
+			b := rival(a, t1.Add(time.Second))
+			b.ExpiresAt = t1.Add(time.Hour)
+			c.wantSteps(c.mustClaim(b, t1), nil, "claim over an expired record")
+			c.sameRecord(c.mustRefuse(rival(a, t1.Add(time.Minute)), t1), b)
+			// Nor does a takeover of the new owner find the old steps.
+			t2 := t1.Add(2 * time.Second)
+			c.wantSteps(c.mustClaim(rival(b, t2.Add(time.Second)), t2), nil, "takeover after the expired record was replaced")
+		}},
+		{"AppendStepFencedByLease", func(c *checker) {
+			step := someSteps(1)[0]
+			a := c.inProgress(time.Minute)
+			c.wantLeaseLost(c.store.AppendStep(c.ctx(), a.ID, a.Lease, step), "AppendStep to a missing record")
+			c.mustClaim(a, c.now)
+			c.wantLeaseLost(c.store.AppendStep(c.ctx(), a.ID, randomHex(16), step), "AppendStep with another lease")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+			done := completed(a, []byte("p"), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.wantLeaseLost(c.store.AppendStep(c.ctx(), a.ID, a.Lease, step), "AppendStep to a completed record")
+			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
+		}},
+		{"AppendStepTooLargeIsRefusedWithoutWriting", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			small := someSteps(1)[0]
+			c.mustAppend(a, small)
+			err := c.store.AppendStep(c.ctx(), a.ID, a.Lease, storage.Step{Name: "big", Data: bytes.Repeat([]byte{'x'}, 500<<10)})
+			if !errors.Is(err, storage.ErrTooLarge) {
+				c.fatalf("AppendStep of a 500 KB step: %v, want one wrapping storage.ErrTooLarge", err)
+			}
+			a.Steps = []storage.Step{small}
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
+			c.mustComplete(completed(a, []byte("n"), c.now.Add(time.Hour)))
+		}},
+		{"SuspendKeepsStepsAndEndsTheLease", func(c *checker) {
+			steps := someSteps(2)
+			a := c.inProgress(time.Hour)
+			c.mustClaim(a, c.now)
+			c.mustAppend(a, steps[0])
+			c.mustAppend(a, steps[1])
+			end := c.now.Add(-time.Millisecond)
+			if err := c.store.Suspend(c.ctx(), a.ID, a.Lease, end); err != nil {
+				c.fatalf("Suspend: %v", err)
+			}
+			b := rival(a, c.now.Add(time.Minute))
+			res := c.mustClaim(b, c.now)
+			if !res.TookOver {
+				c.errorf("claim after Suspend: TookOver = false, want true")
+			}
+			c.wantSteps(res, steps, "claim after Suspend")
+		}},
+		{"SuspendFencedByLease", func(c *checker) {
+			a := c.inProgress(time.Minute)
+			if err := c.store.Suspend(c.ctx(), a.ID, a.Lease, c.now); err != nil {
+				c.errorf("Suspend of a missing record: %v, want nil", err)
+			}
+			c.mustClaim(a, c.now)
+			c.wantLeaseLost(c.store.Suspend(c.ctx(), a.ID, randomHex(16), c.now), "Suspend with another lease")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Second)), a)
+			done := completed(a, []byte("p"), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.wantLeaseLost(c.store.Suspend(c.ctx(), a.ID, a.Lease, c.now), "Suspend of a completed record")
+			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
 		{"CancelledContext", func(c *checker) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -251,3 +251,13 @@ func (s *faultStore) Release(ctx context.Context, id, lease string) error {
 	}
 	return o.err
 }
+
+// AppendStep and Suspend pass through: the model's faults are on claims,
+// completions and releases.
+func (s *faultStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
+	return s.inner.AppendStep(ctx, id, lease, step)
+}
+
+func (s *faultStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
+	return s.inner.Suspend(ctx, id, lease, leaseEnd)
+}
