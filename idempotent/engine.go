@@ -283,7 +283,7 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 		}
 		if res.Claimed {
 			j.f.hold(&rec)
-			return e.run(ctx, j, rec, claimStart.Add(budget-reserve(budget)), res.TookOver)
+			return e.run(ctx, j, rec, claimStart.Add(budget-reserve(budget)), res.TookOver, res.Steps)
 		}
 		j.f.settle()
 		ex := res.Existing
@@ -376,6 +376,14 @@ func (e *Engine) newRecord(id, fp string, now time.Time, budget time.Duration) s
 	if expires.Before(leaseEnd) {
 		expires = leaseEnd
 	}
+	// Held past the lease for WithTakeoverDelay, never past the expiry:
+	// clamped durations keep the sum far from overflow.
+	if e.cfg.takeoverDelay > 0 {
+		leaseEnd = leaseEnd.Add(e.cfg.takeoverDelay)
+		if leaseEnd.After(expires) {
+			leaseEnd = ceilSecond(expires)
+		}
+	}
 	return storage.Record{
 		ID:             id,
 		Status:         storage.StatusInProgress,
@@ -397,18 +405,20 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the work under the claimed record, to stop by workDeadline,
 // and settles the record.
-func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, tookOver bool) (Result, error) {
+func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, tookOver bool, steps []storage.Step) (Result, error) {
 	start := j.start
 	// The work must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	wctx, cancel := withLazyDeadline(&invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver}, workDeadline)
+	ictx := &invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver,
+		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: steps}}
+	wctx, cancel := withLazyDeadline(ictx, workDeadline)
 	if werr := wctx.Err(); werr != nil {
 		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
 			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, werr)}
-		if rerr := e.releaseRecord(ctx, rec); rerr != nil {
+		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Err = errors.Join(ev.Err, rerr)
 		}
 		return Result{}, e.finish(ctx, start, ev)
@@ -418,7 +428,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		// Only runtime.Goexit in the work (t.FailNow, say) gets here
 		// unsettled: panics are recovered by call. Give the key back.
 		if !settled {
-			_ = e.releaseRecord(ctx, rec)
+			_ = e.giveBack(ctx, rec, &ictx.steps)
 		}
 	}()
 	data, p, err := call(wctx, j.r)
@@ -436,7 +446,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 			e.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
 				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 		}
-		if rerr := e.releaseRecord(ctx, rec); rerr != nil {
+		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
 		}
 		e.finish(ctx, start, ev)
@@ -561,6 +571,27 @@ func (e *Engine) completeRecord(ctx context.Context, rec storage.Record) error {
 			return err
 		}
 		return fmt.Errorf("%w: complete: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// giveBack undoes a claim whose work did not finish: it deletes the record,
+// unless the record holds finished steps; then it keeps them and only ends
+// the lease (Suspend), so the next claim for the same payload resumes after
+// them at once. Either way one store call.
+func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLog) error {
+	if !steps.holds() {
+		return e.releaseRecord(ctx, rec)
+	}
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	// A millisecond back, so that a retry at once is not refused as in
+	// progress by a lease that ends in the same millisecond.
+	if err := e.store.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
+		if errors.Is(err, storage.ErrLeaseLost) {
+			return err
+		}
+		return fmt.Errorf("%w: suspend: %w", ErrStore, err)
 	}
 	return nil
 }

@@ -78,6 +78,7 @@ type config struct {
 	expiry        time.Duration
 	maxLease      time.Duration
 	clockSkew     time.Duration
+	takeoverDelay time.Duration
 	waitMax       time.Duration
 	cacheSize     int
 	compressAbove int
@@ -161,6 +162,19 @@ func WithExpiry(d time.Duration) Option {
 // Values below one second are raised to one second.
 func WithMaxLease(d time.Duration) Option {
 	return func(c *config) { c.maxLease = clampDuration(d, time.Second) }
+}
+
+// WithTakeoverDelay holds the record of an owner that crashed or timed out
+// for d after its lease before another invocation may take it over (default
+// 0: at once), for work a person should look at before it runs again, such
+// as a payment whose outcome is unknown. A d that reaches past the record's
+// expiry means never automatically: the key answers ErrInProgress until the
+// record expires or an operator clears it (idemkit forget). The handler's
+// own deadline does not change, and an owner whose handler returned an error
+// gives the record back at once, as without this option. Negative values are
+// treated as zero.
+func WithTakeoverDelay(d time.Duration) Option {
+	return func(c *config) { c.takeoverDelay = clampDuration(d, 0) }
 }
 
 // WithClockSkew sets the margin added to the stored lease end so that another

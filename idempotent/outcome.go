@@ -108,6 +108,7 @@ type invocationCtx struct {
 	context.Context
 	recordID string
 	tookOver bool
+	steps    stepLog
 }
 
 func (c *invocationCtx) Value(key any) any {
@@ -128,8 +129,11 @@ func FromContext(ctx context.Context) (Invocation, bool) {
 }
 
 // DownstreamKey returns FromContext(ctx).DownstreamKey, or "" outside a
-// wrapped handler.
+// wrapped handler. Inside a Step's function it returns the step's own key.
 func DownstreamKey(ctx context.Context) string {
+	if key, ok := ctx.Value(stepKeyKey{}).(string); ok {
+		return key
+	}
 	inv, _ := FromContext(ctx)
 	return inv.DownstreamKey
 }

@@ -1,0 +1,172 @@
+package idempotent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
+)
+
+// MaxStepNameBytes is the longest step name Step accepts.
+const MaxStepNameBytes = 128
+
+var (
+	// ErrInvalidStep: Step was called with an empty, overlong or non-UTF-8
+	// name, or with a name already used in this run of the handler. A
+	// programmer error: fix the handler. Not retryable.
+	ErrInvalidStep = errors.New("idempotent: invalid step")
+
+	// ErrStepsChanged: the record holds steps the handler no longer takes in
+	// the same order (a deployment changed the sequence while a record was
+	// half done). Nothing is run or mixed; the record stays until it expires
+	// or an operator forgets it (idemkit forget). Not retryable.
+	ErrStepsChanged = errors.New("idempotent: the handler's steps changed since the record was written")
+
+	// ErrStepNotRecorded: the step ran (its side effect happened) but its
+	// result could not be recorded: the store failed, the record would grow
+	// past the store's item limit, or another invocation took the record
+	// over. Step returns the step's result with it. A handler that goes on
+	// and completes loses nothing; one that fails makes the retry run this
+	// step again.
+	ErrStepNotRecorded = errors.New("idempotent: step ran but was not recorded")
+)
+
+// Step runs fn once per record: the first time, it runs fn and, when fn
+// succeeds, records its result in the handler's idempotency record (one
+// store write, fenced by the lease); a later run of the same record — a
+// takeover after a crash or an overrun lease, or a retry after the handler
+// failed — gets the recorded result back without running fn. So a handler
+// that charges a card, then writes a ledger entry, then sends an email
+// charges once even when the ledger write fails and the retry runs again.
+//
+// Names are unique within a handler run and steps run one after another;
+// their order is part of the record: a retry must take the same steps in the
+// same order, up to where the record stops (else ErrStepsChanged). Results are
+// encoded with encoding/json and must round-trip through it. Inside fn,
+// DownstreamKey(ctx) is the step's own key (derived from the record's and
+// the step name): pass it to the step's downstream API, so that even a crash
+// inside the step, after its side effect and before its record, repeats
+// nothing where the API honours keys.
+//
+// Steps are kept while the record is INPROGRESS, bound to its payload
+// fingerprint, and dropped when it completes or expires. Outside a handler
+// run by a front door of this package, or with idempotency disabled
+// (DisableEnv), Step just calls fn. See docs/steps.md.
+func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	inv, ok := ctx.Value(invocationKey{}).(*invocationCtx)
+	if !ok {
+		return fn(ctx)
+	}
+	log := &inv.steps
+	recorded, found, err := log.begin(name)
+	if err != nil {
+		return zero, err
+	}
+	if found {
+		var v T
+		if err := json.Unmarshal(recorded, &v); err != nil {
+			return zero, fmt.Errorf("%w: step %q: decode its recorded result: %w", ErrCorruptRecord, name, err)
+		}
+		return v, nil
+	}
+	v, err := fn(&stepCtx{Context: ctx, key: stepKey(inv.recordID, name)})
+	if err != nil {
+		return zero, err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v, fmt.Errorf("%w: step %q: encode its result: %w", ErrStepNotRecorded, name, err)
+	}
+	if err := log.record(ctx, storage.Step{Name: name, Data: data}); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// stepLog is a run's view of its record's steps. It lives in the
+// invocationCtx, so a run that takes no step costs nothing for it.
+type stepLog struct {
+	e         *Engine
+	id, lease string
+
+	mu       sync.Mutex
+	resumed  []storage.Step // what the claim handed over
+	next     int            // how many of them this run has taken
+	used     map[string]bool
+	recorded int // steps this run recorded
+}
+
+// begin checks name and answers a step the record already holds.
+func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
+	if name == "" || len(name) > MaxStepNameBytes || !utf8.ValidString(name) {
+		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8", ErrInvalidStep, name, MaxStepNameBytes)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.used[name] {
+		return nil, false, fmt.Errorf("%w: step %q taken twice in one run: step names must be unique", ErrInvalidStep, name)
+	}
+	if l.used == nil {
+		l.used = make(map[string]bool)
+	}
+	l.used[name] = true
+	if l.next < len(l.resumed) {
+		held := l.resumed[l.next]
+		if held.Name != name {
+			return nil, false, fmt.Errorf("%w: step %d is %q, the record holds %q", ErrStepsChanged, l.next+1, name, held.Name)
+		}
+		l.next++
+		return held.Data, true, nil
+	}
+	return nil, false, nil
+}
+
+// record writes a finished step into the record.
+func (l *stepLog) record(ctx context.Context, step storage.Step) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	if err := l.e.store.AppendStep(fctx, l.id, l.lease, step); err != nil {
+		return fmt.Errorf("%w: step %q: %w", ErrStepNotRecorded, step.Name, err)
+	}
+	l.mu.Lock()
+	l.recorded++
+	l.mu.Unlock()
+	return nil
+}
+
+// holds reports whether the record holds steps, so that a failed run must
+// keep it (Suspend) rather than delete it (Release).
+func (l *stepLog) holds() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.resumed) > 0 || l.recorded > 0
+}
+
+// stepCtx is a step's context: DownstreamKey answers the step's own key.
+type stepCtx struct {
+	context.Context
+	key string
+}
+
+type stepKeyKey struct{}
+
+func (c *stepCtx) Value(key any) any {
+	if key == (stepKeyKey{}) {
+		return c.key
+	}
+	return c.Context.Value(key)
+}
+
+// stepKey derives a step's downstream key from its record and name, as
+// downstreamKey does for the record.
+func stepKey(recordID, name string) string {
+	sum := sha256.Sum256([]byte("idemkit/step/v1\x00" + recordID + "\x00" + name))
+	return hex.EncodeToString(sum[:16])
+}
