@@ -1,0 +1,22 @@
+// Package idemkitcli is the idemkit operator command (cmd/idemkit): finding,
+// inspecting and safely clearing idempotency records, and checking a table
+// before it is used. It lives here, not in package main, so that the demo
+// (cmd/demo) can run it in process.
+//
+// [Command.Run] parses the arguments with the standard library's flag
+// package and returns the process's exit status; every failure is one line
+// on Stderr, never a stack trace. The exit statuses:
+//
+//	0  done (check: nothing to fix)
+//	1  failed: the store could not be reached or answered an error (table missing, no credentials, ...)
+//	2  usage: unknown command, bad or missing flags
+//	3  no record under that id
+//	4  the record is corrupt or foreign: shown, never changed
+//	5  forget refused: a live INPROGRESS record without --force, or the record changed since it was read
+//	6  check found something to fix (each problem is printed with its fix)
+//
+// The store methods it uses (Get, Delete, Scan on dynamostore.Store and
+// redisstore.Store) never rewrite a record: a record is read, shown, or
+// deleted on condition that it is still as read. A Command is not safe for
+// concurrent use; create one per run.
+package idemkitcli
