@@ -39,6 +39,14 @@
 //  6. a call is answered without a store call only where the coalescing
 //     rules above allow it, with the answer they give, and goes to the store
 //     everywhere else ("coalescing rule violated").
+//  7. steps (idempotent.Step): a wrapper drawn with steps takes one step on
+//     entering its handler. Its function runs exactly when the key's record
+//     holds no finished step for the call's payload, so a finished step never
+//     runs again for the same record; a claim keeps the steps of a record it
+//     takes over for the same payload while that record lives, and drops
+//     them otherwise; a failed run whose record holds a step suspends the
+//     record (its lease ends a millisecond before now) instead of deleting
+//     it, and a run without steps still releases.
 //
 // The test is TestModel: 100 random runs of about 30 steps per store by
 // default (make test), more with rapid's flags, for example

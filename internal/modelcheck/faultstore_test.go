@@ -29,9 +29,13 @@ const (
 	opClaim opKind = iota
 	opComplete
 	opRelease
+	opAppendStep
+	opSuspend
 )
 
-func (o opKind) String() string { return [...]string{"Claim", "Complete", "Release"}[o] }
+func (o opKind) String() string {
+	return [...]string{"Claim", "Complete", "Release", "AppendStep", "Suspend"}[o]
+}
 
 var (
 	errInjected = errors.New("modelcheck: injected store fault")
@@ -46,7 +50,7 @@ type observation struct {
 	inv     int // the invocation that made the call
 	lease   string
 	rec     storage.Record // Claim and Complete
-	now     time.Time      // Claim
+	now     time.Time      // Claim; Suspend: the lease end asked for
 	realAt  time.Time      // Claim: real time when the store was called
 	fault   fault
 	during  int  // the invocation whose claim the gate held in flight when this call began, or -1
@@ -64,7 +68,7 @@ func (o observation) String() string {
 	case !o.called:
 		return s + ": " + o.fault.String()
 	case o.op == opClaim && o.err == nil && o.res.Claimed:
-		s += fmt.Sprintf(": claimed (took over: %v)", o.res.TookOver)
+		s += fmt.Sprintf(": claimed (took over: %v, steps kept: %d)", o.res.TookOver, len(o.res.Steps))
 	case o.op == opClaim && o.err == nil && o.res.Existing != nil:
 		s += fmt.Sprintf(": refused by %s record", o.res.Existing.Status)
 	case o.err != nil:
@@ -252,12 +256,36 @@ func (s *faultStore) Release(ctx context.Context, id, lease string) error {
 	return o.err
 }
 
-// AppendStep and Suspend pass through: the model's faults are on claims,
-// completions and releases.
+// AppendStep is logged but never faulted: a crash inside a step (between
+// its side effect and its record) is the one case steps do not cover, and
+// the model does not draw it. A crashed owner's steps are dropped like its
+// other writes.
 func (s *faultStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
-	return s.inner.AppendStep(ctx, id, lease, step)
+	o := observation{op: opAppendStep, inv: invOf(ctx), lease: lease}
+	s.begin(&o)
+	defer func() { s.log(o) }()
+	if o.dropped {
+		return errCrashed
+	}
+	o.called = true
+	o.err = s.inner.AppendStep(ctx, id, lease, step)
+	return o.err
 }
 
 func (s *faultStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
-	return s.inner.Suspend(ctx, id, lease, leaseEnd)
+	o := observation{op: opSuspend, inv: invOf(ctx), lease: lease, now: leaseEnd}
+	s.begin(&o)
+	defer func() { s.log(o) }()
+	switch {
+	case o.dropped:
+		return errCrashed
+	case o.fault == faultBefore:
+		return errInjected
+	}
+	o.called = true
+	o.err = s.inner.Suspend(ctx, id, lease, leaseEnd)
+	if o.fault == faultAfter {
+		return errInjected
+	}
+	return o.err
 }

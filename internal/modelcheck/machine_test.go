@@ -100,7 +100,9 @@ type invocation struct {
 
 	entered, done chan struct{}
 	cmd           chan handlerCmd
-	ran           bool // written by the handler before entered is closed
+	ran           bool  // written by the handler before entered is closed
+	stepRan       bool  // its step's function ran (written before entered is closed)
+	stepErr       error // its step's error
 	out           string
 	err           error         // out, err and took are written before done is closed
 	took          time.Duration // real time the call took
@@ -116,6 +118,8 @@ type invocation struct {
 	expect  expectKind
 	replay  string // expectReplay: the response
 	via     string // how its wrapper answered it without the store, if it did
+	resumed bool   // its claim kept the step of the record it took over
+	holds   bool   // its record holds a step: a failed run suspends, not releases
 }
 
 // from names the way an answer came without the store, for messages.
@@ -132,10 +136,11 @@ type invPtrKey struct{}
 // calls for one key coalesce (idempotent/coalesce.go); calls of different
 // wrappers meet only in the store.
 type wrapperUnderTest struct {
-	idx  int
-	name string
-	opts options
-	fn   func(context.Context, input) (string, error)
+	idx   int
+	name  string
+	opts  options
+	steps bool // its handler takes a step on entry (idempotent.Step)
+	fn    func(context.Context, input) (string, error)
 }
 
 // flightKey names the flight of one wrapper for one key: the call of that
@@ -181,7 +186,7 @@ func newMachine(t *rapid.T, inner storage.Store, prefix string, st *stats) *mach
 			skew:     rapid.SampledFrom(skews).Draw(t, "clockSkew"),
 			expiry:   rapid.SampledFrom(expiries).Draw(t, "expiry"),
 		}
-		w := &wrapperUnderTest{idx: i, name: fmt.Sprintf("w%d", i), opts: o}
+		w := &wrapperUnderTest{idx: i, name: fmt.Sprintf("w%d", i), opts: o, steps: rapid.Bool().Draw(t, "steps")}
 		w.fn = idempotent.Wrap(m.store, m.handler,
 			idempotent.WithPrefix(prefix),
 			idempotent.WithKey(func(in input) (string, error) { return in.Key, nil }),
@@ -193,16 +198,23 @@ func newMachine(t *rapid.T, inner storage.Store, prefix string, st *stats) *mach
 			idempotent.WithLogger(slog.New(slog.DiscardHandler)),
 		)
 		m.wrappers = append(m.wrappers, w)
-		t.Logf("%s: %v", w.name, o)
+		t.Logf("%s: %v, steps: %v", w.name, o, w.steps)
 	}
 	t.Cleanup(m.stop)
 	return m
 }
 
-// handler blocks until the step that finishes its invocation says how.
+// handler takes its wrapper's step, if it has one, then blocks until the
+// step that finishes its invocation says how.
 func (m *machine) handler(ctx context.Context, _ input) (string, error) {
 	inv := ctx.Value(invPtrKey{}).(*invocation)
 	inv.ran = true
+	if inv.w.steps {
+		_, inv.stepErr = idempotent.Step(ctx, "effect", func(context.Context) (int, error) {
+			inv.stepRan = true // the step's side effect
+			return inv.id, nil
+		})
+	}
 	close(inv.entered)
 	c := <-inv.cmd
 	if c.fail {
@@ -511,6 +523,9 @@ func (m *machine) land(t *rapid.T, inv *invocation, obs []observation, share *sh
 	m.apply(t, obs)
 	m.route(t, inv, len(obs) > 0, share)
 	if inv.ran {
+		m.checkStep(t, inv)
+	}
+	if inv.ran {
 		// It leads its wrapper's flight for the key, holding the lease.
 		m.flights[flightKey{inv.w.idx, inv.key}] = inv
 	} else {
@@ -614,7 +629,10 @@ func (m *machine) Finish(t *rapid.T) {
 	inv := m.pickRunning(t)
 	inv.failed = rapid.IntRange(0, 3).Draw(t, "handlerFails") == 3
 	op := opComplete
-	if inv.failed {
+	switch {
+	case inv.failed && inv.holds:
+		op = opSuspend
+	case inv.failed:
 		op = opRelease
 	}
 	f := drawFault(t, "finishFault")
@@ -629,6 +647,15 @@ func (m *machine) Finish(t *rapid.T) {
 		how = "fails"
 	}
 	t.Logf("#%d %s at %s: %v -> %s", inv.id, how, m.nowString(), obs, result(inv))
+	for _, o := range obs {
+		switch {
+		case o.inv != inv.id:
+		case o.op == opRelease && inv.holds:
+			t.Fatalf("invariant 7 violated: %v: a failed run deleted a record holding a finished step, instead of suspending it", o)
+		case o.op == opSuspend && !inv.holds:
+			t.Fatalf("%v: a failed run without steps suspended its record, instead of releasing it", o)
+		}
+	}
 	m.apply(t, obs)
 	m.checkResult(t, inv)
 }
@@ -781,6 +808,10 @@ func (m *machine) apply(t *rapid.T, obs []observation) {
 			m.applyClaim(t, inv, o)
 		case o.op == opComplete:
 			m.applyComplete(t, inv, o)
+		case o.op == opAppendStep:
+			m.applyAppendStep(t, inv, o)
+		case o.op == opSuspend:
+			m.applySuspend(t, inv, o)
 		default:
 			m.applyRelease(t, inv, o)
 		}
@@ -811,9 +842,30 @@ func (m *machine) applyClaim(t *rapid.T, inv *invocation, o observation) {
 		if o.res.TookOver && r != nil && m.invs[r.owner].w != inv.w {
 			m.stats.crossTakeovers.Add(1)
 		}
+		// The claim keeps the finished step of a record it takes over for
+		// the same payload while that record lives (storage.Record.Resumable).
+		kept := no
+		if r != nil && r.stepDone && r.status == storage.StatusInProgress && r.payload == inv.payload {
+			kept = no
+			switch r.expired(now) {
+			case no:
+				kept = yes
+			case maybe:
+				kept = maybe
+			}
+		}
+		got := len(o.res.Steps) > 0
+		if kept == yes && !got || kept == no && got {
+			t.Fatalf("invariant 7 violated: %v: the claim kept %d steps of key-%d's %s at %s, want them %s",
+				o, len(o.res.Steps), inv.key, m.describe(r), m.nowString(), map[tri]string{yes: "kept", no: "dropped"}[kept])
+		}
+		inv.resumed, inv.holds = got, got
+		if got {
+			m.stats.resumed.Add(1)
+		}
 		s, expLo, expHi := inv.w.opts.claimTimes(now, inv.deadline, inv.realBefore, o.realAt)
 		m.recs[inv.key] = &record{status: storage.StatusInProgress, payload: inv.payload, owner: inv.id,
-			lease: o.rec.Lease, span: &s, expLo: expLo, expHi: expHi}
+			lease: o.rec.Lease, span: &s, expLo: expLo, expHi: expHi, stepDone: got}
 		inv.lease, inv.span = o.rec.Lease, &s
 		inv.minRun = inv.w.opts.handlerTime(inv.deadline, o.realAt)
 		inv.expect = expectRun
@@ -873,6 +925,65 @@ func (m *machine) applyRelease(t *rapid.T, inv *invocation, o observation) {
 		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
 	case landed:
 		m.recs[inv.key] = nil
+	}
+}
+
+// applyAppendStep: the step of a running owner lands in its own record.
+func (m *machine) applyAppendStep(t *rapid.T, inv *invocation, o observation) {
+	r := m.recs[inv.key]
+	owns := r != nil && r.lease == o.lease && r.status == storage.StatusInProgress
+	switch landed := o.err == nil; {
+	case landed && !owns:
+		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
+	case !landed && owns:
+		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
+	case landed:
+		r.stepDone = true
+		inv.holds = true
+	}
+}
+
+// applySuspend: a failed owner whose record holds a step keeps the record
+// and ends its lease a millisecond before now, so the next claim for its
+// payload takes it over at once and resumes.
+func (m *machine) applySuspend(t *rapid.T, inv *invocation, o observation) {
+	r := m.recs[inv.key]
+	landed := o.err == nil
+	switch {
+	case r == nil && !landed:
+		t.Fatalf("%v: a suspend must succeed when key-%d has no record", o, inv.key)
+	case r == nil:
+	case r.lease != o.lease && landed:
+		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
+	case r.lease == o.lease && !landed:
+		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
+	case landed:
+		if want := satAdd(m.now(), -int64(time.Millisecond)); o.now.UnixNano() != want {
+			t.Fatalf("%v: lease end %s, want a millisecond before now (%s)", o, m.at(o.now.UnixNano()), m.at(want))
+		}
+		ms := floorDiv(o.now.UnixNano(), 1e6)
+		r.span = &span{lo: ms, hi: ms}
+		m.stats.suspended.Add(1)
+	}
+}
+
+// checkStep checks the step a handler took on entry (invariant 7): its
+// function runs exactly when the record did not hold it, so a finished
+// step never runs again for the same record, and never answers from nothing.
+func (m *machine) checkStep(t *rapid.T, inv *invocation) {
+	if !inv.w.steps {
+		return
+	}
+	switch {
+	case inv.stepErr != nil:
+		t.Fatalf("#%d: its step failed: %v", inv.id, inv.stepErr)
+	case inv.resumed && inv.stepRan:
+		t.Fatalf("invariant 7 violated: the step of #%d ran again for key-%d, though its claim handed over the record's finished step", inv.id, inv.key)
+	case !inv.resumed && !inv.stepRan:
+		t.Fatalf("invariant 7 violated: the step of #%d for key-%d answered without running, though its record held no step", inv.id, inv.key)
+	}
+	if r := m.recs[inv.key]; r == nil || r.owner != inv.id || !r.stepDone {
+		t.Fatalf("invariant 7 violated: #%d took its step, but key-%d's %s does not hold it", inv.id, inv.key, m.describe(r))
 	}
 }
 

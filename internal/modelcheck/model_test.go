@@ -60,14 +60,17 @@ type stats struct {
 	races, waited                    atomic.Int64 // Race steps; duplicates seen waiting on a claim in flight
 	storeContended                   atomic.Int64 // refused by the store for another wrapper's INPROGRESS record
 	crossTakeovers                   atomic.Int64 // took over another wrapper's record
+	resumed, suspended               atomic.Int64 // claims that kept a finished step; failed runs that kept theirs
 }
 
 func (s *stats) String() string {
 	return fmt.Sprintf("answered by their wrapper's flight: %d ErrInProgress, %d ErrPayloadMismatch, %d shared replays; "+
 		"%d went to the store past a lapsed leader; %d races (%d seen waiting on a claim in flight); "+
-		"store refusals for another wrapper's INPROGRESS record: %d; takeovers across wrappers: %d",
+		"store refusals for another wrapper's INPROGRESS record: %d; takeovers across wrappers: %d; "+
+		"claims that resumed a finished step: %d; failed runs that suspended their record: %d",
 		s.flightInProgress.Load(), s.flightMismatch.Load(), s.shared.Load(), s.pastLapsed.Load(),
-		s.races.Load(), s.waited.Load(), s.storeContended.Load(), s.crossTakeovers.Load())
+		s.races.Load(), s.waited.Load(), s.storeContended.Load(), s.crossTakeovers.Load(),
+		s.resumed.Load(), s.suspended.Load())
 }
 
 // openDynamo returns a store on a fresh table of DynamoDB Local, or skips

@@ -158,6 +158,9 @@ type record struct {
 	expLo   int64  // expiry in seconds, known to lie in [expLo, expHi]
 	expHi   int64
 	resp    string // COMPLETED: the response of the run whose completion landed
+	// stepDone: an INPROGRESS record holds the finished step of a wrapper
+	// with steps (its owners' handlers take one step, "effect", on entry).
+	stepDone bool
 }
 
 // expired: the Store contract's ExpiresAt.Unix() < now.Unix().
