@@ -196,7 +196,10 @@ func NewIdemkitStack(scope constructs.Construct, id string, props *IdemkitStackP
 	}
 	queue, deadLetters := newOrdersQueue(stack, ordersFn)
 	// The payments API as net/http on a Function URL (functionurl.go).
-	newPaymentsURL(stack, props.AssetsDir, arch, idempotency, payments)
+	paymentsURLFn := newPaymentsURL(stack, props.AssetsDir, arch, idempotency, payments)
+	// The alarms docs/operations.md recommends, notifying one SNS topic (alarms.go).
+	newAlarms(stack, deadLetters, alarmedFunction{"Payments", paymentsFn}, alarmedFunction{"Orders", ordersFn},
+		alarmedFunction{"PaymentsUrl", paymentsURLFn})
 
 	output(stack, "PaymentsFunctionName", paymentsFn.FunctionName(), "Name of the payments function")
 	output(stack, "OrdersFunctionName", ordersFn.FunctionName(), "Name of the orders function")

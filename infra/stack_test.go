@@ -189,7 +189,9 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Lambda::Permission":         1, // API Gateway may invoke payments
 		"AWS::IAM::ManagedPolicy":         0,
 		"AWS::SQS::QueuePolicy":           0,
-		"Custom::LogRetention":            0, // retention is on the LogGroup itself
+		"Custom::LogRetention":            0,  // retention is on the LogGroup itself
+		"AWS::CloudWatch::Alarm":          13, // 4 outcome alarms × 3 functions + the DLQ (alarms_test.go)
+		"AWS::SNS::Topic":                 1,  // the alarm topic
 	}
 	withoutAPI := map[string]int{}
 	for typ, n := range counts {

@@ -46,6 +46,9 @@ func TestDemo(t *testing.T) {
 		"SKU-RED-MUG   3",
 		"driven by a real http.Client",
 		"4× 409 in-progress (Retry-After: 1)",
+		"$ idemkit inspect --table", // the final scene: step 1's record through the idemkit command
+		"status   COMPLETED",
+		"HTTP 201",
 	} {
 		assert.Contains(t, text, want)
 	}

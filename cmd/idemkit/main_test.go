@@ -109,7 +109,9 @@ type layout struct {
 var layouts = []layout{
 	{"partition key", nil, func(*dynamostore.Options) {}, func(*localddb.Table) {}},
 	{"composite key", []string{"--key-attr", "pk", "--sort-key-attr", "sk", "--static-partition-key", "idempotency#payments"},
-		func(o *dynamostore.Options) { o.KeyAttr, o.SortKeyAttr, o.StaticPartitionKey = "pk", "sk", "idempotency#payments" },
+		func(o *dynamostore.Options) {
+			o.KeyAttr, o.SortKeyAttr, o.StaticPartitionKey = "pk", "sk", "idempotency#payments"
+		},
 		func(t *localddb.Table) { t.PartitionKey, t.SortKey = "pk", "sk" }},
 }
 

@@ -149,7 +149,7 @@ func (c *Command) parse(fs *flag.FlagSet, args []string) error {
 // keyFlags name a record: by id, or by its raw key.
 type keyFlags struct {
 	id, prefix, key, scope, httpKey, caller string
-	callerParts                              []string
+	callerParts                             []string
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet, byID bool) {

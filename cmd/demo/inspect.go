@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	samples "github.com/idemkit/idemkit/events"
+	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/internal/idemkitcli"
+)
+
+// inspect ends the demo as an operator would start: the idemkit command
+// (cmd/idemkit's logic, run in process on the demo's table) finds step 1's
+// record from the raw Idempotency-Key and caller of its request, and shows
+// it with the stored HTTP response.
+func (d *demo) inspect(ctx context.Context) error {
+	ev := sample(samples.PaymentNew)
+	if ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.JWT == nil {
+		return fmt.Errorf("the %s sample has no JWT caller", samples.PaymentNew)
+	}
+	claims := ev.RequestContext.Authorizer.JWT.Claims
+	args := []string{"inspect", "--table", d.tables.Idempotency, "--prefix", payments.Prefix,
+		"--http-key", ev.Headers["idempotency-key"], "--caller", "jwt",
+		"--caller-part", claims["iss"], "--caller-part", claims["sub"], "--show-response"}
+	fmt.Fprintf(d.w, "\nStep 1's record through the idemkit command (go install ./cmd/idemkit), found from the request's raw key and caller:\n")
+	fmt.Fprintf(d.w, "  $ idemkit %s\n", strings.Join(args, " "))
+	var out bytes.Buffer
+	code := (&idemkitcli.Command{Stdout: &out, Stderr: &out}).Run(ctx, args)
+	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+		fmt.Fprintf(d.w, "  %s\n", line)
+	}
+	if code != idemkitcli.ExitOK {
+		return fmt.Errorf("idemkit inspect exited %d", code)
+	}
+	return nil
+}
