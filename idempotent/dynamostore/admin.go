@@ -44,6 +44,7 @@ type CorruptError struct {
 	Err error
 }
 
+// Error names the record and what is wrong with it.
 func (e *CorruptError) Error() string {
 	if e.ID == "" {
 		return e.Err.Error()
@@ -51,6 +52,7 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("record %s: %v", e.ID, e.Err)
 }
 
+// Unwrap returns Err, which wraps storage.ErrCorruptRecord.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Get reads the record id with one consistent GetItem. It returns an error

@@ -41,8 +41,10 @@ type CorruptError struct {
 	Err error
 }
 
+// Error names the record and what is wrong with it.
 func (e *CorruptError) Error() string { return fmt.Sprintf("record %s: %v", e.ID, e.Err) }
 
+// Unwrap returns Err, which wraps storage.ErrCorruptRecord.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // getScript reads a record's hash. Replies: {'none'}, {'hash', HGETALL},
