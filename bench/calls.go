@@ -113,6 +113,47 @@ func (b *blockingHandler) blockKey(key string) (started, release chan struct{}) 
 	return started, release
 }
 
+// stepsHandler takes three steps (idempotent.Step) before it charges; an
+// event whose key is in stall signals started after the second step and
+// waits for release: the steps scenarios of §1.
+type stepsHandler struct {
+	mu    sync.Mutex
+	stall map[string][2]chan struct{}
+}
+
+var stepNames = [...]string{"reserve", "charge", "notify"}
+
+func (s *stepsHandler) handle(ctx context.Context, e paymentEvent) (paymentResult, error) {
+	for i, name := range stepNames {
+		if _, err := idempotent.Step(ctx, name, func(context.Context) (int, error) { return i, nil }); err != nil {
+			return paymentResult{}, err
+		}
+		if i != 1 {
+			continue
+		}
+		s.mu.Lock()
+		st, stalled := s.stall[e.IdempotencyKey]
+		delete(s.stall, e.IdempotencyKey)
+		s.mu.Unlock()
+		if stalled {
+			close(st[0])
+			select {
+			case <-st[1]:
+			case <-ctx.Done():
+			}
+		}
+	}
+	return chargeHandler(ctx, e)
+}
+
+func (s *stepsHandler) stallKey(key string) (started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	s.mu.Lock()
+	s.stall[key] = [2]chan struct{}{started, release}
+	s.mu.Unlock()
+	return started, release
+}
+
 // inv is one measured invocation (or group of invocations).
 type inv struct {
 	calls  *calls
@@ -196,6 +237,9 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 	other := idempotent.Wrap(store, bh.handle, opts...) // another process: its own engine, no coalescing with h
 	cached := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithLocalCache(1024))...)
 	waiting := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithWaitInProgress(30*time.Second))...)
+	sh := &stepsHandler{stall: map[string][2]chan struct{}{}}
+	stepped := idempotent.Wrap(store, sh.handle, opts...)
+	steppedOther := idempotent.Wrap(store, sh.handle, opts...) // the process that takes over
 
 	run := "c" + randomHex(6)
 	// invoke calls f with key, counting the calls made under its context.
@@ -294,6 +338,27 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			owner := <-done
 			if p := expect(owner, "lease_lost", false, false); p != "" {
 				return i, "the stalled owner: " + p
+			}
+			return i, expect(i, "executed", true, false)
+		}},
+		{"new key with 3 steps", "executed", 5, func(key string) (inv, string) {
+			i := invoke(stepped, key)
+			return i, expect(i, "executed", false, false)
+		}},
+		{"takeover after step 2 of 3 (steps resumed)", "executed", 3, func(key string) (inv, string) {
+			// The owner records two steps and stalls; past its lease a
+			// retry in another process takes over: its claim returns the
+			// two steps, so it records only the third and completes.
+			started, release := sh.stallKey(key)
+			done := make(chan inv)
+			go func() { done <- invoke(stepped, key) }()
+			<-started
+			clock.advance(maxLease + idempotent.DefaultClockSkew + time.Second)
+			i := invoke(steppedOther, key)
+			close(release)
+			owner := <-done
+			if owner.err == nil {
+				return i, "the stalled owner: succeeded, want its third step fenced off"
 			}
 			return i, expect(i, "executed", true, false)
 		}},
