@@ -43,7 +43,8 @@
 // One record per key. A claim creates it INPROGRESS with a lease (a random token
 // and an end time derived from ctx.Deadline()); a successful handler completes it
 // (COMPLETED, with the response); a failed handler releases it (deletes it) so a
-// retry runs again. Completion and release are fenced by the lease token: an
+// retry runs again, or, when it holds finished steps ([Step]), suspends it (keeps
+// it and ends its lease) so the retry resumes after them. Completion and release are fenced by the lease token: an
 // invocation whose lease was taken over can neither overwrite nor delete the new
 // owner's record. After its lease, an INPROGRESS record may be taken over by a
 // retry; after its expiry (default one hour) any record is treated as absent,
@@ -56,7 +57,9 @@
 // exception is a takeover: an owner that crashed or overran its lease is presumed
 // dead, and the retry that takes its record over runs the handler again. Idempotent
 // is therefore not exactly-once; pass [DownstreamKey] to external APIs so that even a
-// re-execution after a takeover does not repeat their side effect.
+// re-execution after a takeover does not repeat their side effect. With steps
+// ([Step]), the re-run resumes after the last finished step instead: docs/steps.md
+// in the repository states what that changes.
 //
 // When the handler succeeds but its completion cannot be written (the store is
 // down), the caller still gets its response and the record is left to its lease;
