@@ -49,7 +49,9 @@ type Record struct {
 // Step is one finished step of a record's owner: its name, unique within
 // the record, and its encoded result, opaque to stores.
 type Step struct {
+	// Name is the step's name, as the handler gave it to idempotent.Step.
 	Name string
+	// Data is the step's encoded result.
 	Data []byte
 }
 
