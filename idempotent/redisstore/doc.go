@@ -13,13 +13,15 @@
 //
 // # One script per operation
 //
-// Claim, Complete and Release are each one Lua script, which Redis runs
-// atomically: no other command runs between the script's check of the stored
-// record and its write, so two invocations can never both see "no record" and
-// both claim. Each call is one EVALSHA, one round trip, whatever its outcome:
-// a refused claim returns the live record in the same reply (the equivalent of
-// DynamoDB's ALL_OLD), so a duplicate costs one call and a new key two
-// (claim, complete), as with DynamoDB. The first call of each script on a
+// Claim, Complete, Release, AppendStep and Suspend are each one Lua script,
+// which Redis runs atomically: no other command runs between the script's
+// check of the stored record and its write, so two invocations can never
+// both see "no record" and both claim. Each call is one EVALSHA, one round
+// trip, whatever its outcome: a refused claim returns the live record in
+// the same reply (the equivalent of DynamoDB's ALL_OLD), so a duplicate
+// costs one call and a new key two (claim, complete), as with DynamoDB; a
+// step costs one call, and resuming none (the claim's reply carries the
+// steps). The first call of each script on a
 // server that has not cached it costs one more round trip (EVALSHA answered
 // NOSCRIPT, then EVAL with the source); Store.LoadScripts, called during a
 // Lambda function's init, takes that out of the first invocation.
@@ -28,15 +30,26 @@
 // conditions do:
 //   - Claim writes the record if there is none, if it has expired
 //     (expiration < now, in seconds) or if it is INPROGRESS with a lapsed
-//     lease (in_progress_expiration < now, in milliseconds). A record carrying
+//     lease (in_progress_expiration < now, in milliseconds) and the same
+//     payload (validation absent on either side, or equal). A record carrying
 //     the caller's own lease counts as claimed without a write (a retry whose
 //     first response was lost). Replacing another owner's INPROGRESS record
 //     is reported as a takeover. Otherwise the live record is returned.
+//   - A claim keeps the replaced record's steps, in the same script, exactly
+//     when that record is resumable (storage.Record.Resumable: INPROGRESS,
+//     not expired, the same validation, absent on both sides counting as
+//     the same), and returns them in the reply, so a takeover resumes at no
+//     extra cost. Every other claim drops them with the old hash.
 //   - Complete is fenced on the lease alone: it overwrites status, data and
-//     expiration and removes in_progress_expiration only if the record
-//     carries the caller's lease, so a retried completion succeeds again.
+//     expiration and removes in_progress_expiration and the steps only if
+//     the record carries the caller's lease, so a retried completion
+//     succeeds again.
 //   - Release deletes the record only if it carries the caller's lease; a
 //     record already gone is not an error.
+//   - AppendStep appends a step to the steps field, and Suspend sets
+//     in_progress_expiration, only if the record is INPROGRESS and carries
+//     the caller's lease. Suspend keeps the steps, so a handler that failed
+//     after finishing some lets the next claim resume them at once.
 //
 // "Now" is always the caller's (the wrapper's clock), never the server's, so
 // every store behaves identically and tests can pass any time. A stored value
@@ -59,6 +72,20 @@
 //	validation              the payload fingerprint (absent when none)
 //	data                    the stored response, binary (absent when none)
 //	version                 the record format version, decimal
+//	steps                   the finished steps, in order (absent when none)
+//
+// The steps field holds each step as two netstrings, its name and then its
+// data, "<length>:<bytes>," with the length in decimal bytes: the steps
+// "charge" -> {"id":1} and "email" -> (empty) are stored as
+//
+//	6:charge,8:{"id":1},5:email,0:,
+//
+// The lengths keep any byte intact, in names and data alike, and a step is
+// appended by concatenation without reading the others. A steps value that
+// does not decode is reported as idempotent.ErrCorruptRecord, like any other
+// unreadable field; a claim that would keep such steps is refused without
+// writing, since resuming past steps it cannot read, or dropping them and
+// re-running their side effects, would both be wrong.
 //
 // Each script touches only its record's key, so the store works unchanged on
 // Redis Cluster (every key is its own slot; no hash tags are needed) and
@@ -67,8 +94,10 @@
 //
 // # Expiry
 //
-// Every write sets the key to expire (PEXPIREAT) at the first instant the
-// record counts as expired: the second after its expiration second. Redis
+// Every claim and completion sets the key to expire (PEXPIREAT) at the
+// first instant the record counts as expired: the second after its
+// expiration second. AppendStep and Suspend leave the expiry as it is, since
+// they do not change the record's expiration. Redis
 // deletes the key then, by its own clock; the scripts still check expiration
 // against the caller's now, so a record the caller considers expired is
 // treated as absent even while the key lives. Unlike DynamoDB's TTL, which
@@ -94,7 +123,12 @@
 // item limit, so a handler meets the same limit whatever the store) is
 // refused with an error wrapping storage.ErrTooLarge before any call; the
 // wrapper then completes the record without its response. The size counted
-// is the key plus every field name and value of the completed hash.
+// is the key plus every field name and value of the completed hash. A step
+// that would make the record larger than that, measured the same way with
+// the step, is refused by the AppendStep script with an error wrapping
+// storage.ErrTooLarge, without writing (the script measures the stored hash
+// itself: only the server knows its size without a second round trip).
+// Completion drops the steps, so they never count against the response.
 //
 // # Trade-offs against DynamoDB
 //

@@ -14,11 +14,12 @@ type Options struct {
 	// may set "" for no prefix.
 	KeyPrefix string
 
-	// MaxItemBytes is the largest record Complete writes, counted as the
-	// length of the key plus the lengths of every field name and value of the
-	// completed hash; a larger one yields an error wrapping
-	// storage.ErrTooLarge, and nothing is written. Zero or less means
-	// storage.DefaultMaxItemBytes.
+	// MaxItemBytes is the largest record Complete and AppendStep write,
+	// counted as the length of the key plus the lengths of every field name
+	// and value of the hash as it would be written (for AppendStep, the
+	// stored hash with the step added); a larger one yields an error
+	// wrapping storage.ErrTooLarge, and nothing is written. Zero or less
+	// means storage.DefaultMaxItemBytes.
 	MaxItemBytes int
 }
 

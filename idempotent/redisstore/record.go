@@ -19,6 +19,7 @@ const (
 	fieldValidation = "validation"             // the payload fingerprint; absent when empty
 	fieldData       = "data"                   // the stored response, binary; absent when empty
 	fieldVersion    = "version"                // the record format version, decimal
+	fieldSteps      = "steps"                  // the finished steps, netstrings (see encodeStep); absent when none
 )
 
 // maxKeyExpiryMs caps the key expiry passed to Redis: 2^53 ms (the year
@@ -84,7 +85,8 @@ func completedSize(key string, rec *storage.Record) int {
 
 // decodeHash reads a record from the flat field/value list of HGETALL. It is
 // strict: an odd list, a non-string element, a missing status, expiration or
-// lease, or a number that is not a plain decimal integer yields an error
+// lease, a number that is not a plain decimal integer, or a steps value that
+// does not decode (see decodeSteps) yields an error
 // wrapping idempotent.ErrCorruptRecord that names the field. Unknown fields
 // are ignored. The status is not checked (the wrapper refuses unknown ones),
 // and a hash without a version decodes with Version 0 (the wrapper refuses it
@@ -122,6 +124,13 @@ func decodeHash(id string, flat []any) (storage.Record, error) {
 	}
 	if v, ok := d.int(fieldVersion, false, strconv.IntSize); ok {
 		rec.Version = int(v)
+	}
+	if v, ok := d.str(fieldSteps, false); ok {
+		steps, err := decodeSteps(v)
+		if err != nil {
+			d.fail(fieldSteps, "is malformed: %v", err)
+		}
+		rec.Steps = steps
 	}
 	if d.err != nil {
 		return storage.Record{}, d.err
@@ -174,4 +183,83 @@ func (d *decoder) int(field string, required bool, bits int) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// The steps field holds a record's finished steps in the order they were
+// appended, each as two netstrings, its name then its data:
+//
+//	<len(name)>:<name>,<len(data)>:<data>,
+//
+// with lengths in decimal bytes, so "charge" with data {"id":1} is
+// 6:charge,8:{"id":1},. Lengths make the encoding binary-safe (names and data
+// may hold any byte, ":" and "," included) and the trailing commas catch a
+// truncated or misaligned value. One field rather than a field per step keeps
+// the whole record readable by one HGETALL, lets a claim carry the steps over
+// with a single HGET/HSET, and lets AppendStep add a step by concatenation:
+// the scripts never parse it, except the claim's check that a value it is
+// about to keep decodes (validStepsLua, a copy of decodeSteps' rules).
+
+// encodeStep returns step in the steps field's encoding, ready to be
+// appended to the field.
+func encodeStep(step storage.Step) string {
+	b := make([]byte, 0, len(step.Name)+len(step.Data)+2*(len(":,")+20))
+	b = appendNetstring(b, step.Name)
+	b = appendNetstring(b, string(step.Data))
+	return string(b)
+}
+
+func appendNetstring(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	b = append(b, s...)
+	return append(b, ',')
+}
+
+// decodeSteps reads a steps field. The empty value holds no steps (nil). A
+// value that is not a whole number of name/data netstring pairs yields an
+// error (callers wrap it in idempotent.ErrCorruptRecord) naming the byte
+// offset where decoding failed.
+func decodeSteps(v string) ([]storage.Step, error) {
+	var steps []storage.Step
+	for off := 0; off < len(v); {
+		name, n, err := cutNetstring(v, off)
+		if err != nil {
+			return nil, fmt.Errorf("step %d name: %w", len(steps)+1, err)
+		}
+		off = n
+		data, n, err := cutNetstring(v, off)
+		if err != nil {
+			return nil, fmt.Errorf("step %d (%q) data: %w", len(steps)+1, name, err)
+		}
+		off = n
+		step := storage.Step{Name: name}
+		if len(data) > 0 {
+			step.Data = []byte(data)
+		}
+		steps = append(steps, step)
+	}
+	return steps, nil
+}
+
+// cutNetstring reads the netstring of v at off and returns its content and
+// the offset after it. The length is decimal digits only (no sign or
+// spaces), as the claim script's check reads it.
+func cutNetstring(v string, off int) (string, int, error) {
+	i := off
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == off || i == len(v) || v[i] != ':' {
+		return "", 0, fmt.Errorf("at byte %d: want a decimal length and \":\"", off)
+	}
+	n, err := strconv.Atoi(v[off:i])
+	start := i + 1
+	if err != nil || n > len(v)-start-1 {
+		return "", 0, fmt.Errorf("at byte %d: length %s runs past the end (%d bytes)", off, v[off:i], len(v))
+	}
+	end := start + n
+	if v[end] != ',' {
+		return "", 0, fmt.Errorf("at byte %d: want \",\" after %d bytes", end, n)
+	}
+	return v[start:end], end + 1, nil
 }

@@ -102,6 +102,17 @@ func TestRoundTrips(t *testing.T) {
 	lapsed := other
 	lapsed.Lease = randomHex(16)
 	lapsed.LeaseExpiresAt = now.Add(time.Hour)
+	stepped := liveRecord(now)
+	resumed := stepped
+	resumed.Lease = randomHex(16)
+	step := storage.Step{Name: "charge", Data: []byte(`{"chargeId":"ch_1"}`)}
+	// A store with a small limit, so that a step too large for the record
+	// (which only the script can tell) still fits one network write. The
+	// step is the largest the client's own check, which counts the key and
+	// the step alone, lets through.
+	const smallLimit = 1000
+	small := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix, o.MaxItemBytes = prefix, smallLimit })
+	big := storage.Step{Name: "big", Data: make([]byte, smallLimit-len(store.Key(stepped.ID))-len("steps")-len("3:big,NNN:,"))}
 	steps := []struct {
 		name string
 		call func() error
@@ -118,6 +129,17 @@ func TestRoundTrips(t *testing.T) {
 		{"release (fenced)", func() error { return wantLeaseLost(store.Release(ctx, other.ID, other.Lease)) }},
 		{"release", func() error { return store.Release(ctx, lapsed.ID, lapsed.Lease) }},
 		{"release (already gone)", func() error { return store.Release(ctx, lapsed.ID, lapsed.Lease) }},
+		{"claim (third key)", func() error { _, err := store.Claim(ctx, stepped, now); return err }},
+		{"append step", func() error { return store.AppendStep(ctx, stepped.ID, stepped.Lease, step) }},
+		{"append step (too large)", func() error {
+			return wantErr(small.AppendStep(ctx, stepped.ID, stepped.Lease, big), storage.ErrTooLarge)
+		}},
+		{"claim (retried, own lease, steps)", func() error { return wantSteps(store.Claim(ctx, stepped, now)) }},
+		{"suspend", func() error { return store.Suspend(ctx, stepped.ID, stepped.Lease, now.Add(-time.Millisecond)) }},
+		{"claim (resuming takeover)", func() error { return wantSteps(store.Claim(ctx, resumed, now)) }},
+		{"append step (fenced)", func() error { return wantLeaseLost(store.AppendStep(ctx, stepped.ID, stepped.Lease, step)) }},
+		{"suspend (fenced)", func() error { return wantLeaseLost(store.Suspend(ctx, stepped.ID, stepped.Lease, now)) }},
+		{"suspend (already gone)", func() error { return store.Suspend(ctx, other.ID, other.Lease, now) }},
 	}
 	for _, step := range steps {
 		require.NoError(t, step.call(), step.name)
@@ -129,9 +151,24 @@ func TestRoundTrips(t *testing.T) {
 }
 
 // wantLeaseLost turns the expected ErrLeaseLost into nil, and anything else into an error.
-func wantLeaseLost(err error) error {
-	if errors.Is(err, storage.ErrLeaseLost) {
+func wantLeaseLost(err error) error { return wantErr(err, storage.ErrLeaseLost) }
+
+// wantErr turns an error wrapping want into nil, and anything else into an error.
+func wantErr(err, want error) error {
+	if errors.Is(err, want) {
 		return nil
 	}
-	return fmt.Errorf("error %v, want one wrapping storage.ErrLeaseLost", err)
+	return fmt.Errorf("error %v, want one wrapping %v", err, want)
+}
+
+// wantSteps turns a claim that handed over steps into nil, and anything
+// else into an error.
+func wantSteps(res storage.ClaimResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if !res.Claimed || len(res.Steps) == 0 {
+		return fmt.Errorf("claim result %+v, want claimed with steps", res)
+	}
+	return nil
 }

@@ -40,6 +40,26 @@ if kind ~= 'none' and kind ~= 'hash' then
 end
 `
 
+// validStepsLua is the claim script's check that a steps value it is about
+// to keep decodes: the rules of decodeSteps (whole name/data netstring
+// pairs, decimal lengths), so the claim never writes over a record whose
+// steps the Go side would refuse. Lua patterns anchored with '^' match at
+// init, so each length is read where the previous netstring ended.
+const validStepsLua = `
+local function validsteps(s)
+  local i, parts = 1, 0
+  while i <= #s do
+    local digits = string.match(s, '^(%d+):', i)
+    if not digits then return false end
+    local start = i + #digits + 1
+    local stop = start + tonumber(digits)
+    if stop > #s or string.sub(s, stop, stop) ~= ',' then return false end
+    i, parts = stop + 1, parts + 1
+  end
+  return parts % 2 == 0
+end
+`
+
 // claimScript implements Store.Claim.
 //
 // ARGV: [1] lease, [2] now (epoch s), [3] now (epoch ms), [4] key expiry
@@ -48,24 +68,41 @@ end
 //
 // The liveness rule is storage.Record.Replaceable: an expired record, or a
 // lapsed INPROGRESS one whose fingerprint is absent or equal to the claim's
-// (when the claim carries one).
+// (when the claim carries one). The steps rule is storage.Record.Resumable:
+// the new record keeps the stored steps only when the stored record is
+// INPROGRESS, its expiration is readable and not past, and its fingerprint
+// equals the claim's ("" for none on either side); every other claim
+// drops them with the rest of the old hash. Steps about to be kept that do
+// not decode refuse the claim without writing.
 //
-// Replies: {'claimed', tookover 0|1}; {'own'} (a live record with the caller's
-// lease, nothing written); {'refused', HGETALL of the live record};
-// {'wrongtype', type}; {'past', server ms}.
-var claimScript = redis.NewScript(luaHelpers + `
+// Replies: {'claimed', tookover 0|1, kept steps ("" for none)}; {'own',
+// steps ("" for none)} (a live record with the caller's lease, nothing
+// written; its steps if it is resumable); {'refused', HGETALL of the live
+// record}; {'badsteps', steps}; {'wrongtype', type}; {'past', server ms}.
+var claimScript = redis.NewScript(luaHelpers + validStepsLua + `
 local tookover = 0
+local steps = ''
 if kind == 'hash' then
   local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation')
   local exp, lease_end = int(f[2]), int(f[3])
-  local same_payload = ARGV[5] == '' or not f[5] or f[5] == '' or f[5] == ARGV[5]
+  local stored_fp = f[5] or ''
+  local same_payload = ARGV[5] == '' or stored_fp == '' or stored_fp == ARGV[5]
   local claimable = (exp ~= nil and exp < tonumber(ARGV[2])) or
     (f[1] == 'INPROGRESS' and lease_end ~= nil and lease_end < tonumber(ARGV[3]) and same_payload)
+  local resumable = f[1] == 'INPROGRESS' and exp ~= nil and exp >= tonumber(ARGV[2]) and stored_fp == ARGV[5]
+  if resumable then
+    steps = redis.call('HGET', key, 'steps') or ''
+  end
   if not claimable then
     if f[4] == ARGV[1] then
-      return {'own'}
+      return {'own', steps}
     end
     return {'refused', redis.call('HGETALL', key)}
+  end
+  -- Only steps this claim writes back are checked; the Go side decodes
+  -- every steps value it receives, the own record's included.
+  if not validsteps(steps) then
+    return {'badsteps', steps}
   end
   if f[1] == 'INPROGRESS' and f[4] ~= ARGV[1] then
     tookover = 1
@@ -79,11 +116,15 @@ if kind == 'hash' then
   redis.call('DEL', key)
 end
 redis.call('HSET', key, unpack(ARGV, 6))
+if steps ~= '' then
+  redis.call('HSET', key, 'steps', steps)
+end
 redis.call('PEXPIREAT', key, ARGV[4])
-return {'claimed', tookover}
+return {'claimed', tookover, steps}
 `)
 
-// completeScript implements Store.Complete.
+// completeScript implements Store.Complete. It drops the record's steps:
+// a completed record replays its response, and nothing resumes it.
 //
 // ARGV: [1] lease, [2] key expiry (epoch ms), [3] status, [4] expiration
 // (epoch s), [5] data ("" for none).
@@ -103,10 +144,10 @@ if tonumber(ARGV[2]) <= srv then
 end
 redis.call('HSET', key, 'status', ARGV[3], 'expiration', ARGV[4])
 if ARGV[5] == '' then
-  redis.call('HDEL', key, 'in_progress_expiration', 'data')
+  redis.call('HDEL', key, 'in_progress_expiration', 'data', 'steps')
 else
   redis.call('HSET', key, 'data', ARGV[5])
-  redis.call('HDEL', key, 'in_progress_expiration')
+  redis.call('HDEL', key, 'in_progress_expiration', 'steps')
 end
 redis.call('PEXPIREAT', key, ARGV[2])
 return {'ok'}
@@ -129,5 +170,70 @@ redis.call('DEL', key)
 return {'ok'}
 `)
 
-// scripts lists every script, for LoadScripts.
-var scripts = []*redis.Script{claimScript, completeScript, releaseScript}
+// appendStepScript implements Store.AppendStep.
+//
+// ARGV: [1] lease, [2] the step, encoded (encodeStep), [3] the store's
+// MaxItemBytes.
+//
+// The size is measured as completedSize does, on the hash as it would be
+// with the step: the key plus every field name and value. It is read here,
+// not in Go, because only the server knows the record's current size
+// without a second round trip. The key's expiry is left as the claim set
+// it: HSET keeps it.
+//
+// Replies: {'ok'}; {'gone'}; {'lost', status ("" if none)} (another lease,
+// or none); {'done', status} (the caller's record, not INPROGRESS);
+// {'toolarge', size with the step}; {'wrongtype', type}.
+var appendStepScript = redis.NewScript(luaHelpers + `
+if kind == 'none' then
+  return {'gone'}
+end
+local f = redis.call('HMGET', key, 'lease', 'status')
+if f[1] ~= ARGV[1] then
+  return {'lost', f[2] or ''}
+end
+if f[2] ~= 'INPROGRESS' then
+  return {'done', f[2] or ''}
+end
+local size, has = #key + #ARGV[2], false
+for _, field in ipairs(redis.call('HKEYS', key)) do
+  size = size + #field + redis.call('HSTRLEN', key, field)
+  if field == 'steps' then
+    has = true
+  end
+end
+if not has then
+  size = size + #'steps'
+end
+if size > tonumber(ARGV[3]) then
+  return {'toolarge', size}
+end
+local cur = redis.call('HGET', key, 'steps') or ''
+redis.call('HSET', key, 'steps', cur .. ARGV[2])
+return {'ok'}
+`)
+
+// suspendScript implements Store.Suspend: it moves the lease end and keeps
+// every other field, the steps and the key's expiry (HSET keeps it).
+//
+// ARGV: [1] lease, [2] lease end (epoch ms).
+//
+// Replies: {'ok'}; {'gone'}; {'lost', status ("" if none)}; {'done',
+// status}; {'wrongtype', type}.
+var suspendScript = redis.NewScript(luaHelpers + `
+if kind == 'none' then
+  return {'gone'}
+end
+local f = redis.call('HMGET', key, 'lease', 'status')
+if f[1] ~= ARGV[1] then
+  return {'lost', f[2] or ''}
+end
+if f[2] ~= 'INPROGRESS' then
+  return {'done', f[2] or ''}
+end
+redis.call('HSET', key, 'in_progress_expiration', ARGV[2])
+return {'ok'}
+`)
+
+// scripts lists every script of the invocation path, for LoadScripts.
+var scripts = []*redis.Script{claimScript, completeScript, releaseScript, appendStepScript, suspendScript}

@@ -79,10 +79,17 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // sets the key to expire when rec does. A refused claim costs nothing more:
 // the script returns the live record.
 //
+// A claim that replaces a record resumable for rec (storage.Record.Resumable)
+// keeps its steps in the same script and returns them in ClaimResult.Steps;
+// steps that do not decode refuse the claim, without writing, with an error
+// wrapping idempotent.ErrCorruptRecord (resuming past unknown steps, or
+// dropping them and re-running their side effects, would both be wrong).
+//
 // A claim retried by the client after its first response was lost finds the
 // caller's own record; the lease token identifies it, and the claim counts as
 // made without writing (TookOver is then false, as the first response that
-// knew otherwise was lost).
+// knew otherwise was lost), with the record's steps when it is resumable, as
+// the first response carried them.
 func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -97,14 +104,27 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 	}
 	tag, rest := splitReply(reply)
 	switch tag {
-	case "claimed":
-		took, ok := intAt(rest, 0)
+	case "claimed", "own":
+		var took int64
+		if tag == "claimed" {
+			var ok bool
+			if took, ok = intAt(rest, 0); !ok {
+				break
+			}
+			rest = rest[1:]
+		}
+		raw, ok := stringAt(rest, 0)
 		if !ok {
 			break
 		}
-		return storage.ClaimResult{Claimed: true, TookOver: took == 1}, nil
-	case "own":
-		return storage.ClaimResult{Claimed: true}, nil
+		steps, err := decodeSteps(raw)
+		if err != nil {
+			// The claim script refuses to keep steps that do not decode, so
+			// this is the caller's own record ("own": nothing was written),
+			// or a script that disagrees with decodeSteps.
+			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q is malformed: %w", key, idempotent.ErrCorruptRecord, fieldSteps, err)
+		}
+		return storage.ClaimResult{Claimed: true, TookOver: took == 1, Steps: steps}, nil
 	case "refused":
 		flat, ok := sliceAt(rest, 0)
 		if !ok {
@@ -115,6 +135,13 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w", key, err)
 		}
 		return storage.ClaimResult{Existing: &existing}, nil
+	case "badsteps":
+		_, err := decodeSteps(strAt(rest, 0))
+		if err == nil {
+			err = errors.New("the claim script refused it")
+		}
+		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q of the record to resume is malformed (left as stored): %w",
+			key, idempotent.ErrCorruptRecord, fieldSteps, err)
 	case "wrongtype":
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w: key %q holds a Redis %s, not a hash", idempotent.ErrCorruptRecord, key, strAt(rest, 0))
 	case "past":
@@ -227,6 +254,15 @@ func strAt(v []any, i int) string {
 	}
 	s, _ := v[i].(string)
 	return s
+}
+
+// stringAt is strAt that also reports whether v[i] is a string.
+func stringAt(v []any, i int) (string, bool) {
+	if i >= len(v) {
+		return "", false
+	}
+	s, ok := v[i].(string)
+	return s, ok
 }
 
 func sliceAt(v []any, i int) ([]any, bool) {

@@ -309,7 +309,7 @@ func TestLoadScripts(t *testing.T) {
 	require.NoError(t, store.LoadScripts(ctx))
 	exists, err := client.ScriptExists(ctx, redisstore.ScriptHashes()...).Result()
 	require.NoError(t, err)
-	assert.Equal(t, []bool{true, true, true}, exists)
+	assert.Equal(t, []bool{true, true, true, true, true}, exists)
 }
 
 func TestServerErrorsAreWrapped(t *testing.T) {

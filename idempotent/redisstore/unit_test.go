@@ -117,6 +117,10 @@ func TestDecodeHash(t *testing.T) {
 		Version:        1,
 	}, rec)
 
+	withSteps, err := redisstore.DecodeHash("fn#id", append(full[:len(full):len(full)], "steps", "6:charge,2:\x00,,3:a:b,0:,"))
+	require.NoError(t, err)
+	assert.Equal(t, []storage.Step{{Name: "charge", Data: []byte("\x00,")}, {Name: "a:b"}}, withSteps.Steps)
+
 	minimal, err := redisstore.DecodeHash("fn#id", []any{"status", "INPROGRESS", "expiration", "-5", "lease", ""})
 	require.NoError(t, err)
 	assert.Equal(t, storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: time.Unix(-5, 0)}, minimal,
@@ -157,6 +161,8 @@ func TestDecodeHash(t *testing.T) {
 		{"OverflowExpiration", base("expiration", "9223372036854775808"), "out of range"},
 		{"HexLeaseEnd", base("in_progress_expiration", "0x10"), `"in_progress_expiration" is "0x10"`},
 		{"TextVersion", base("version", "v1"), `"version" is "v1"`},
+		{"MalformedSteps", base("steps", "6:charge,"), `field "steps" is malformed: step 1 ("charge") data`},
+		{"NonStringSteps", base("steps", int64(1)), `field "steps" is a int64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -170,6 +176,78 @@ func TestDecodeHash(t *testing.T) {
 			assert.Equal(t, storage.Record{}, rec)
 		})
 	}
+}
+
+// TestStepsEncoding pins the steps field's encoding (netstring name, then
+// netstring data, per step) and that the decoder refuses anything else.
+func TestStepsEncoding(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, `6:charge,8:{"id":1},`, redisstore.EncodeStep(storage.Step{Name: "charge", Data: []byte(`{"id":1}`)}))
+	assert.Equal(t, "0:,0:,", redisstore.EncodeStep(storage.Step{}))
+
+	steps := []storage.Step{
+		{Name: "charge", Data: []byte("\x00\xff,:\"\\")},
+		{Name: "", Data: []byte("x")},
+		{Name: "10:a,", Data: nil},
+		{Name: "big", Data: bytes.Repeat([]byte{'9'}, 12345)},
+	}
+	var enc string
+	for _, st := range steps {
+		enc += redisstore.EncodeStep(st)
+	}
+	got, err := redisstore.DecodeSteps(enc)
+	require.NoError(t, err)
+	assert.Equal(t, steps, got)
+
+	got, err = redisstore.DecodeSteps("")
+	require.NoError(t, err)
+	assert.Nil(t, got)
+
+	for _, tc := range []struct{ v, want string }{
+		{"x", "step 1 name: at byte 0: want a decimal length"},
+		{"1", "step 1 name: at byte 0: want a decimal length"},
+		{"1:a", "length 1 runs past the end"},
+		{"1:a;", `at byte 3: want "," after 1 bytes`},
+		{"-1:a,", "at byte 0: want a decimal length"},
+		{"+1:a,0:,", "at byte 0: want a decimal length"},
+		{" 1:a,0:,", "at byte 0: want a decimal length"},
+		{"1:a,", "step 1 (\"a\") data: at byte 4"},
+		{"1:a,0:,1:b,", "step 2 (\"b\") data: at byte 11"},
+		{"99999999999999999999:a,0:,", "runs past the end"},
+		{"2:a,0:,", `at byte 4: want "," after 2 bytes`},
+	} {
+		got, err := redisstore.DecodeSteps(tc.v)
+		assert.Nil(t, got, "%q", tc.v)
+		if assert.Error(t, err, "%q", tc.v) {
+			assert.Contains(t, err.Error(), tc.want, "%q", tc.v)
+		}
+	}
+}
+
+// FuzzDecodeSteps: the decoder never panics, and what it accepts encodes
+// back to the same value, except lengths written with leading zeros (the
+// encoder never writes them; they are read as the number they spell).
+func FuzzDecodeSteps(f *testing.F) {
+	f.Add("6:charge,2:ok,")
+	f.Add("0:,0:,")
+	f.Add("1:a,")
+	f.Add("01:a,1:b,")
+	f.Fuzz(func(t *testing.T, v string) {
+		steps, err := redisstore.DecodeSteps(v)
+		if err != nil {
+			return
+		}
+		var enc string
+		for _, st := range steps {
+			enc += redisstore.EncodeStep(st)
+		}
+		again, err := redisstore.DecodeSteps(enc)
+		require.NoError(t, err)
+		assert.Equal(t, steps, again)
+		if !strings.Contains(v, "0") {
+			assert.Equal(t, v, enc)
+		}
+	})
 }
 
 func TestKeyExpiryMs(t *testing.T) {
@@ -216,6 +294,12 @@ func TestTooLargeMakesNoCall(t *testing.T) {
 	err := store.Complete(context.Background(), rec)
 	require.ErrorIs(t, err, storage.ErrTooLarge)
 	assert.Contains(t, err.Error(), "limit 1000")
+
+	// A step that alone, with the key, would not fit any record.
+	room := 1000 - len(store.Key(rec.ID)) - len("steps") - len("4:huge,") - len(":,")
+	err = store.AppendStep(context.Background(), rec.ID, rec.Lease, storage.Step{Name: "huge", Data: bytes.Repeat([]byte{'x'}, room)})
+	require.ErrorIs(t, err, storage.ErrTooLarge)
+	assert.Contains(t, err.Error(), `append step "huge"`)
 	assert.Empty(t, fake.calls)
 }
 
@@ -232,9 +316,9 @@ func TestScriptArguments(t *testing.T) {
 	var gotArgs []any
 	fake := &fakeScripter{t: t, evalSha: func(_ string, keys []string, args []any) (any, error) {
 		gotKeys, gotArgs = keys, args
-		return []any{"claimed", int64(0)}, nil
+		return []any{"claimed", int64(0), ""}, nil
 	}}
-	store := redisstore.New(fake, func(o *redisstore.Options) { o.KeyPrefix = "p:" })
+	store := redisstore.New(fake, func(o *redisstore.Options) { o.KeyPrefix, o.MaxItemBytes = "p:", 5000 })
 
 	_, err := store.Claim(context.Background(), rec, now)
 	require.NoError(t, err)
@@ -256,6 +340,14 @@ func TestScriptArguments(t *testing.T) {
 	require.NoError(t, store.Release(context.Background(), "fn#id", "l1"))
 	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
 	assert.Equal(t, []any{"l1"}, gotArgs)
+
+	require.NoError(t, store.AppendStep(context.Background(), "fn#id", "l1", storage.Step{Name: "charge", Data: []byte("c,1:")}))
+	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
+	assert.Equal(t, []any{"l1", "6:charge,4:c,1:,", "5000"}, gotArgs)
+
+	require.NoError(t, store.Suspend(context.Background(), "fn#id", "l1", time.UnixMilli(1700000000999)))
+	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
+	assert.Equal(t, []any{"l1", "1700000000999"}, gotArgs)
 }
 
 // TestUnexpectedReplies: a reply the store does not understand (another
@@ -276,7 +368,11 @@ func TestUnexpectedReplies(t *testing.T) {
 		{"UnknownTag", []any{"maybe"}},
 		{"NonStringTag", []any{int64(1), int64(0)}},
 		{"ClaimedWithoutFlag", []any{"claimed"}},
-		{"ClaimedWithStringFlag", []any{"claimed", "1"}},
+		{"ClaimedWithStringFlag", []any{"claimed", "1", ""}},
+		{"ClaimedWithoutSteps", []any{"claimed", int64(0)}},
+		{"ClaimedWithIntSteps", []any{"claimed", int64(0), int64(1)}},
+		{"OwnWithoutSteps", []any{"own"}},
+		{"TooLargeWithoutSize", []any{"toolarge"}},
 		{"RefusedWithoutRecord", []any{"refused"}},
 		{"RefusedWithString", []any{"refused", "status"}},
 	} {
@@ -294,6 +390,12 @@ func TestUnexpectedReplies(t *testing.T) {
 			require.Error(t, err)
 			require.NotPanics(t, func() { err = store.Release(context.Background(), rec.ID, rec.Lease) })
 			require.Error(t, err)
+			require.NotPanics(t, func() { err = store.AppendStep(context.Background(), rec.ID, rec.Lease, storage.Step{Name: "s"}) })
+			require.Error(t, err)
+			if tc.name != "TooLargeWithoutSize" { // not a reply of the suspend script
+				require.NotPanics(t, func() { err = store.Suspend(context.Background(), rec.ID, rec.Lease, now) })
+				require.Error(t, err)
+			}
 		})
 	}
 }
@@ -304,13 +406,28 @@ func TestReplies(t *testing.T) {
 	rec := storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour), Lease: "l", Version: 1}
 	ctx := context.Background()
 
-	res, err := redisstore.New(answer(t, []any{"claimed", int64(1)})).Claim(ctx, rec, now)
+	res, err := redisstore.New(answer(t, []any{"claimed", int64(1), ""})).Claim(ctx, rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
 
-	res, err = redisstore.New(answer(t, []any{"own"})).Claim(ctx, rec, now)
+	res, err = redisstore.New(answer(t, []any{"own", ""})).Claim(ctx, rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
+
+	kept := []storage.Step{{Name: "a", Data: []byte("1")}, {Name: "b"}}
+	res, err = redisstore.New(answer(t, []any{"claimed", int64(1), "1:a,1:1,1:b,0:,"})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: kept}, res)
+	res, err = redisstore.New(answer(t, []any{"own", "1:a,1:1,1:b,0:,"})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, Steps: kept}, res)
+
+	for _, bad := range [][]any{{"claimed", int64(0), "1:a,"}, {"own", "x"}, {"badsteps", "9:a,"}, {"badsteps", ""}} {
+		res, err = redisstore.New(answer(t, bad)).Claim(ctx, rec, now)
+		require.ErrorIs(t, err, idempotent.ErrCorruptRecord, "%v", bad)
+		assert.Contains(t, err.Error(), `"steps"`)
+		assert.Equal(t, storage.ClaimResult{}, res)
+	}
 
 	_, err = redisstore.New(answer(t, []any{"past", int64(1700000000000)})).Claim(ctx, rec, now)
 	require.ErrorIs(t, err, redisstore.ErrExpiryInPast)
@@ -326,6 +443,41 @@ func TestReplies(t *testing.T) {
 	require.NoError(t, redisstore.New(answer(t, []any{"gone"})).Release(ctx, rec.ID, rec.Lease))
 	err = redisstore.New(answer(t, []any{"lost", ""})).Release(ctx, rec.ID, rec.Lease)
 	require.ErrorIs(t, err, storage.ErrLeaseLost)
+
+	step := storage.Step{Name: "charge", Data: []byte("c")}
+	require.NoError(t, redisstore.New(answer(t, []any{"ok"})).AppendStep(ctx, rec.ID, rec.Lease, step))
+	for _, tc := range []struct {
+		reply []any
+		want  string
+	}{
+		{[]any{"gone"}, "the record is gone"},
+		{[]any{"lost", ""}, "the record has another lease"},
+		{[]any{"lost", "COMPLETED"}, "the record is COMPLETED under another lease"},
+		{[]any{"done", "COMPLETED"}, `no longer in progress: status "COMPLETED"`},
+	} {
+		err = redisstore.New(answer(t, tc.reply)).AppendStep(ctx, rec.ID, rec.Lease, step)
+		require.ErrorIs(t, err, storage.ErrLeaseLost)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.Contains(t, err.Error(), `append step "charge"`)
+		if tc.reply[0] == "gone" {
+			continue // a suspended record that is gone is not an error
+		}
+		err = redisstore.New(answer(t, tc.reply)).Suspend(ctx, rec.ID, rec.Lease, now)
+		require.ErrorIs(t, err, storage.ErrLeaseLost)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	err = redisstore.New(answer(t, []any{"toolarge", int64(409601)})).AppendStep(ctx, rec.ID, rec.Lease, step)
+	require.ErrorIs(t, err, storage.ErrTooLarge)
+	assert.Contains(t, err.Error(), "409601 bytes (limit 409600)")
+	err = redisstore.New(answer(t, []any{"wrongtype", "string"})).AppendStep(ctx, rec.ID, rec.Lease, step)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
+	require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
+
+	require.NoError(t, redisstore.New(answer(t, []any{"ok"})).Suspend(ctx, rec.ID, rec.Lease, now))
+	require.NoError(t, redisstore.New(answer(t, []any{"gone"})).Suspend(ctx, rec.ID, rec.Lease, now))
+	err = redisstore.New(answer(t, []any{"wrongtype", "list"})).Suspend(ctx, rec.ID, rec.Lease, now)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
+	require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 }
 
 // serverError is an error reply from the server, as go-redis types them.
@@ -375,6 +527,8 @@ func TestContextErrors(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, store.Complete(ctx, rec), context.Canceled)
 	require.ErrorIs(t, store.Release(ctx, rec.ID, rec.Lease), context.Canceled)
+	require.ErrorIs(t, store.AppendStep(ctx, rec.ID, rec.Lease, storage.Step{Name: "s"}), context.Canceled)
+	require.ErrorIs(t, store.Suspend(ctx, rec.ID, rec.Lease, now), context.Canceled)
 	assert.Empty(t, fake.calls)
 
 	err = redisstore.New(&fakeScripter{t: t, evalSha: func(string, []string, []any) (any, error) {
