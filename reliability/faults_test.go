@@ -78,12 +78,12 @@ func TestClaimFaultsAreRetriedBySDK(t *testing.T) {
 		t.Run(kind.String(), func(t *testing.T) {
 			wrapped, h, seen := wrapCounter(e.store())
 			e.faults.reset()
-			e.faults.arm("PutItem", kind, 2)
+			e.faults.arm(claimOp, kind, 2)
 
 			out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t), Amount: 1})
 			require.NoError(t, err)
 			assert.Equal(t, int32(1), out.Run)
-			assert.Equal(t, 3, e.faults.count("PutItem"), "two faulted attempts, then one that got through")
+			assert.Equal(t, 3, e.faults.count(claimOp), "two faulted attempts, then one that got through")
 			assert.Equal(t, int32(1), h.runs.Load())
 			ev := seen.last(t)
 			assert.Equal(t, idempotent.OutcomeExecuted, ev.Outcome)
@@ -112,7 +112,7 @@ func TestClaimFaultsPersist(t *testing.T) {
 			e := newEnv(t, envOptions{maxAttempts: tt.maxAttempts})
 			logger, logs := newLogger()
 			wrapped, h, seen := wrapCounter(e.store(), idempotent.WithLogger(logger))
-			e.faults.arm("PutItem", tt.kind, -1)
+			e.faults.arm(claimOp, tt.kind, -1)
 
 			in := charge{ID: newKey(t)}
 			_, err := wrapped(ctxTimeout(t, 10*time.Second), in)
@@ -125,7 +125,7 @@ func TestClaimFaultsPersist(t *testing.T) {
 				want = retry.DefaultMaxAttempts
 			}
 			assert.Equal(t, want, maxErr.Attempt)
-			assert.Equal(t, want, e.faults.count("PutItem"), "the SDK made every attempt, and nothing else did")
+			assert.Equal(t, want, e.faults.count(claimOp), "the SDK made every attempt, and nothing else did")
 			assert.Zero(t, h.runs.Load(), "the handler never runs when the claim fails")
 			assert.Empty(t, e.records(t), "nothing stored")
 			ev := seen.last(t)
@@ -148,11 +148,11 @@ func TestClaimWithSDKDefaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{defaultRetry: true})
 	wrapped, _, _ := wrapCounter(e.store())
-	e.faults.arm("PutItem", provisioned, 1)
+	e.faults.arm(claimOp, provisioned, 1)
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), out.Run)
-	assert.Equal(t, 2, e.faults.count("PutItem"))
+	assert.Equal(t, 2, e.faults.count(claimOp))
 }
 
 // TestClaimAttemptTimeout: an attempt that hangs is cut by the HTTP client's
@@ -162,14 +162,14 @@ func TestClaimAttemptTimeout(t *testing.T) {
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	wrapped, h, _ := wrapCounter(e.store())
 
-	e.faults.arm("PutItem", stall, 1)
+	e.faults.arm(claimOp, stall, 1)
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), out.Run)
-	assert.Equal(t, 2, e.faults.count("PutItem"))
+	assert.Equal(t, 2, e.faults.count(claimOp))
 
 	// Every attempt hangs: ErrStore once the SDK's attempts are spent.
-	e.faults.arm("PutItem", stall, -1)
+	e.faults.arm(claimOp, stall, -1)
 	start := time.Now()
 	_, err = wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	require.ErrorIs(t, err, idempotent.ErrStore)
@@ -178,19 +178,19 @@ func TestClaimAttemptTimeout(t *testing.T) {
 }
 
 // TestClaimLostResponse: the claim reached DynamoDB but its response was
-// lost; the SDK's retry fails the condition on the invocation's own record,
-// which the lease token identifies, so the claim counts and the handler runs
+// lost; the SDK's retry finds the invocation's own record, which the lease
+// token identifies (the claim condition admits it), so the claim counts and the handler runs
 // exactly once.
 func TestClaimLostResponse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	wrapped, _, seen := wrapCounter(e.store())
-	e.faults.arm("PutItem", lostResponse, 1)
+	e.faults.arm(claimOp, lostResponse, 1)
 
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), out.Run)
-	assert.Equal(t, 2, e.faults.count("PutItem"))
+	assert.Equal(t, 2, e.faults.count(claimOp))
 	ev := seen.last(t)
 	assert.Equal(t, idempotent.OutcomeExecuted, ev.Outcome)
 	assert.False(t, ev.TookOver, "its own record, not a takeover")
@@ -217,8 +217,8 @@ func TestClaimOutcomeUnknown(t *testing.T) {
 			e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 			var clk clock
 			wrapped, h, seen := wrapCounter(e.store(), leaseOptions(&clk)...)
-			e.faults.arm("PutItem", lostResponse, 1)
-			e.faults.arm("PutItem", serverError, -1)
+			e.faults.arm(claimOp, lostResponse, 1)
+			e.faults.arm(claimOp, serverError, -1)
 			if tt.releaseFails {
 				e.faults.arm("DeleteItem", serverError, -1)
 			}
@@ -258,14 +258,14 @@ func TestClaimDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	wrapped, h, _ := wrapCounter(e.store())
-	e.faults.arm("PutItem", stall, -1)
+	e.faults.arm(claimOp, stall, -1)
 
 	start := time.Now()
 	_, err := wrapped(ctxTimeout(t, 500*time.Millisecond), charge{ID: newKey(t)})
 	require.ErrorIs(t, err, idempotent.ErrStore)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 2*time.Second)
-	assert.Equal(t, 1, e.faults.count("PutItem"), "no retry after the deadline")
+	assert.Equal(t, 1, e.faults.count(claimOp), "no retry after the deadline")
 	assert.Zero(t, h.runs.Load())
 	assert.Empty(t, e.records(t))
 }
@@ -282,9 +282,9 @@ func TestClaimCancelled(t *testing.T) {
 	_, err := wrapped(ctx, charge{ID: newKey(t)})
 	require.ErrorIs(t, err, idempotent.ErrStore)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Zero(t, e.faults.count("PutItem"), "no call with a cancelled context")
+	assert.Zero(t, e.faults.count(claimOp), "no call with a cancelled context")
 
-	e.faults.arm("PutItem", stall, -1)
+	e.faults.arm(claimOp, stall, -1)
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -294,7 +294,7 @@ func TestClaimCancelled(t *testing.T) {
 	_, err = wrapped(ctx, charge{ID: newKey(t)})
 	require.ErrorIs(t, err, idempotent.ErrStore)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 1, e.faults.count("PutItem"), "a cancelled request is not retried")
+	assert.Equal(t, 1, e.faults.count(claimOp), "a cancelled request is not retried")
 	assert.Zero(t, h.runs.Load())
 	assert.Empty(t, e.records(t))
 }
@@ -310,7 +310,7 @@ func TestClaimFaultsThroughAdapters(t *testing.T) {
 		e := newEnv(t, envOptions{})
 		handler, runs := wrapCreatedV2(e.store())
 		req := httpRequest(newKey(t), `{"amount":1}`)
-		e.faults.arm("PutItem", throttling, -1)
+		e.faults.arm(claimOp, throttling, -1)
 		resp, err := handler(ctxTimeout(t, 10*time.Second), req)
 		require.NoError(t, err, "the adapter never returns an error")
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -332,7 +332,7 @@ func TestClaimFaultsThroughAdapters(t *testing.T) {
 			{MessageId: "m1", Body: `{"id":"` + newKey(t) + `-1","amount":1}`},
 			{MessageId: "m2", Body: `{"id":"` + newKey(t) + `-2","amount":2}`},
 		}}
-		e.faults.arm("PutItem", serverError, -1)
+		e.faults.arm(claimOp, serverError, -1)
 		resp, err := handler(ctxTimeout(t, 10*time.Second), batch)
 		require.NoError(t, err)
 		assert.Len(t, resp.BatchItemFailures, 2, "both messages are redelivered")

@@ -1,6 +1,7 @@
 package reliability_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,9 +35,15 @@ func (k faultKind) String() string {
 	return [...]string{"none", "throttling", "provisioned", "serverError", "unavailable", "stall", "lostResponse"}[k]
 }
 
+// claimOp is the operation name under which faultyTransport arms and counts
+// the idempotency store's claims: an UpdateItem that asks for
+// ReturnValues=ALL_OLD, which no other UpdateItem does (completion, steps,
+// suspension, the samples' own writes), so "UpdateItem" keeps meaning those.
+const claimOp = "UpdateItem(claim)"
+
 // faultyTransport is an http.RoundTripper in front of the real DynamoDB
 // Local. Faults are armed per operation (the X-Amz-Target's name, such as
-// PutItem): the next n requests for it get the fault, the rest pass. It
+// PutItem, or claimOp): the next n requests for it get the fault, the rest pass. It
 // counts the requests (attempts) of each operation, faulted or not, so
 // tests can see the SDK's retryer at work. Safe for concurrent use.
 type faultyTransport struct {
@@ -134,6 +141,9 @@ func (f *faultyTransport) next(op string) faultKind {
 
 func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	if op == "UpdateItem" && isClaim(req) {
+		op = claimOp
+	}
 	kind := f.next(op)
 	switch kind {
 	case 0:
@@ -171,6 +181,18 @@ func (f *faultyTransport) signalStall(op string) {
 	case f.stalls <- op:
 	default:
 	}
+}
+
+// isClaim reports whether an UpdateItem request is a claim (see claimOp). It
+// reads the body and puts it back for the request to be sent.
+func isClaim(req *http.Request) bool {
+	if req.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && bytes.Contains(body, []byte(`"ReturnValues":"ALL_OLD"`))
 }
 
 func closeBody(req *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -54,6 +55,28 @@ func TestWrapCallCounts(t *testing.T) {
 	}
 	ok := func(context.Context, request) (response, error) { return response{N: 1}, nil }
 	errHandler := errors.New("handler failed")
+	// threeSteps is a handler of three steps; each calls fn (when set)
+	// with its index and fails with its error.
+	threeSteps := func(fn func(int) error) func(context.Context, request) (response, error) {
+		return func(ctx context.Context, _ request) (response, error) {
+			sum := 0
+			for i, name := range []string{"charge", "ledger", "email"} {
+				n, err := idempotent.Step(ctx, name, func(context.Context) (int, error) {
+					if fn != nil {
+						if err := fn(i); err != nil {
+							return 0, err
+						}
+					}
+					return i + 1, nil
+				})
+				if err != nil {
+					return response{}, err
+				}
+				sum += n
+			}
+			return response{N: sum}, nil
+		}
+	}
 	// replay runs h for a new key, then again for the same key, which must
 	// get the first response back; it returns the second invocation's calls.
 	replay := func(t *testing.T, h func(context.Context, request) (response, error)) []string {
@@ -105,7 +128,7 @@ func TestWrapCallCounts(t *testing.T) {
 				require.NoError(t, err)
 				return counter.take()
 			},
-			want: []string{"PutItem", "UpdateItem"},
+			want: []string{"UpdateItem", "UpdateItem"},
 		},
 		{
 			name: "duplicate after completion",
@@ -116,14 +139,14 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.EqualValues(t, 1, runs.Load(), "the handler ran once")
 				return calls
 			},
-			want: []string{"PutItem"},
+			want: []string{"UpdateItem"},
 		},
 		{
 			name: "duplicate while in progress",
 			run: func(t *testing.T) []string {
 				return inProgress(t, wrap(ok, &event{})) // from another process
 			},
-			want: []string{"PutItem"},
+			want: []string{"UpdateItem"},
 		},
 		{
 			name: "duplicate while in progress, same process",
@@ -141,7 +164,7 @@ func TestWrapCallCounts(t *testing.T) {
 				require.ErrorIs(t, err, errHandler)
 				return counter.take()
 			},
-			want: []string{"PutItem", "DeleteItem"},
+			want: []string{"UpdateItem", "DeleteItem"},
 		},
 		{
 			name: "takeover after the lease",
@@ -174,7 +197,49 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.Equal(t, idempotent.OutcomeLeaseLost, ev.events[1].Outcome, "the first owner is fenced out")
 				return calls
 			},
-			want: []string{"PutItem", "UpdateItem"},
+			want: []string{"UpdateItem", "UpdateItem"},
+		},
+		{
+			// Claim, one write per step, complete.
+			name: "new key with 3 steps",
+			run: func(t *testing.T) []string {
+				h := wrap(threeSteps(nil), &event{})
+				counter.take()
+				_, err := h(t.Context(), newKey())
+				require.NoError(t, err)
+				return counter.take()
+			},
+			want: []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
+		},
+		{
+			// The first run records 2 steps and fails: the record is
+			// suspended, not released (one call either way). The retry's
+			// claim brings the 2 steps back: claim + 1 step + complete.
+			name: "retry after step 2 of 3 failed",
+			run: func(t *testing.T) []string {
+				var failed atomic.Bool
+				var ran [3]atomic.Int32
+				h := wrap(threeSteps(func(i int) error {
+					ran[i].Add(1)
+					if i == 2 && !failed.Swap(true) {
+						return errHandler
+					}
+					return nil
+				}), &event{})
+				req := newKey()
+				counter.take()
+				_, err := h(t.Context(), req)
+				require.ErrorIs(t, err, errHandler)
+				assert.Equal(t, []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"}, counter.take(),
+					"claim, 2 steps, suspend")
+				_, err = h(t.Context(), req)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, ran[0].Load(), "finished steps do not run again")
+				assert.EqualValues(t, 1, ran[1].Load())
+				assert.EqualValues(t, 2, ran[2].Load())
+				return counter.take()
+			},
+			want: []string{"UpdateItem", "UpdateItem", "UpdateItem"},
 		},
 		{
 			name: "local cache replay",
@@ -195,6 +260,48 @@ func TestWrapCallCounts(t *testing.T) {
 			got := tt.run(t)
 			t.Logf("%s: %d calls %v", tt.name, len(got), got)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestStoreCallCounts holds the store's own floor on the wire: a new key
+// costs its claim and its completion, a step one write, and a takeover
+// that resumes steps the claim alone.
+func TestStoreCallCounts(t *testing.T) {
+	t.Parallel()
+	counter := &callCounter{}
+	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			// Not parallel: the layouts share the call counter.
+			store, _ := newLocalStore(t, client, l)
+			now := time.Now()
+			rec := liveRecord(now)
+			counter.take()
+
+			_, err := store.Claim(t.Context(), rec, now)
+			require.NoError(t, err)
+			done := rec
+			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
+			require.NoError(t, store.Complete(t.Context(), done))
+			assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take(), "new key: claim and complete")
+
+			rec = liveRecord(now)
+			_, err = store.Claim(t.Context(), rec, now)
+			require.NoError(t, err)
+			counter.take()
+			steps := []storage.Step{{Name: "charge", Data: []byte("1")}, {Name: "ledger", Data: []byte("2")}}
+			for _, st := range steps {
+				require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, st))
+				assert.Equal(t, []string{"UpdateItem"}, counter.take(), "one call per step")
+			}
+
+			later := rec.LeaseExpiresAt.Add(time.Millisecond)
+			b := rival(rec, later)
+			res, err := store.Claim(t.Context(), b, later)
+			require.NoError(t, err)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
+			assert.Equal(t, []string{"UpdateItem"}, counter.take(), "resuming costs the claim alone")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package dynamostore is the DynamoDB [storage.Store]: one item per
-// idempotency key, claimed with a conditional write, completed and released
-// under a fencing lease token. It uses aws-sdk-go-v2.
+// idempotency key, claimed with a conditional write, completed, released and
+// added to (the handler's finished steps) under a fencing lease token. It
+// uses aws-sdk-go-v2.
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
@@ -11,28 +12,44 @@
 //
 // # Calls per operation
 //
-//   - Claim: one PutItem with the condition
-//     attribute_not_exists(#id) OR #expiration < :now OR
-//     (#status = :inprogress AND #in_progress_expiration < :now_ms),
-//     ReturnValues=ALL_OLD (the replaced item tells a takeover) and
-//     ReturnValuesOnConditionCheckFailure=ALL_OLD (the live item that refused
-//     the claim comes back with the failure, so a duplicate costs one call).
-//     A consistent GetItem follows only if a server refuses without returning
-//     the item; if the item has vanished by then, the claim is tried once more.
+//   - Claim: one UpdateItem that SETs every attribute of the new record
+//     (REMOVEs the optional ones it does not carry) and leaves the steps as
+//     they are, with the condition
+//     attribute_not_exists(#id) OR #lease = :lease OR
+//     (attribute_not_exists(#steps) AND #expiration < :now) OR
+//     (#status = :inprogress AND #in_progress_expiration < :now_ms AND
+//     <steps absent and payload compatible, or not expired and the same payload>),
+//     ReturnValues=ALL_OLD (the replaced item tells a takeover and carries
+//     the steps a takeover for the same payload resumes: resuming costs no
+//     extra call) and ReturnValuesOnConditionCheckFailure=ALL_OLD (the live
+//     item that refused the claim comes back with the failure, so a duplicate
+//     costs one call). A consistent GetItem follows only if a server refuses
+//     without returning the item; if the item has vanished by then, the
+//     claim is tried once more. One rare case costs a second call: a record
+//     the claim may replace but whose steps it may not keep (expired, or a
+//     takeover with a payload fingerprint on one side only) fails the
+//     condition, and is replaced by a PutItem of the new record, without
+//     steps, conditioned on the record being exactly as read.
 //   - Complete: one UpdateItem
 //     SET #status = :completed, #data = :data, #expiration = :exp
-//     REMOVE #in_progress_expiration, conditioned on #lease = :lease alone, so
-//     a retried completion succeeds again. An item larger than
+//     REMOVE #in_progress_expiration, #steps, conditioned on #lease = :lease
+//     alone, so a retried completion succeeds again. An item larger than
 //     Options.MaxItemBytes is refused before the call.
+//   - AppendStep: one UpdateItem
+//     SET #steps = list_append(if_not_exists(#steps, :empty), :step),
+//     conditioned on #lease = :lease AND #status = :inprogress. A step past
+//     the item limit is refused without writing (see Options.MaxItemBytes).
+//   - Suspend: one UpdateItem SET #in_progress_expiration = :end, conditioned
+//     on #lease = :lease AND #status = :inprogress.
 //   - Release: one DeleteItem conditioned on
 //     attribute_not_exists(#id) OR #lease = :lease, so an item that is already
 //     gone counts as released.
 //
-// A conditional failure of Complete or Release means another invocation took
-// the lease over; it is reported as [storage.ErrLeaseLost] and nothing is
-// written. A claim retried by the SDK after a lost response fails its
-// condition on its own item; the lease token in the returned item shows that
-// the claim was in fact made.
+// A conditional failure of Complete, Release, AppendStep or Suspend means
+// another invocation took the lease over (or the record completed); it is
+// reported as [storage.ErrLeaseLost] and nothing is written. A claim retried
+// by the SDK after a lost response finds its own lease token, which the
+// condition admits: the claim was in fact made.
 //
 // # Item layout
 //
@@ -46,6 +63,9 @@
 //	validation              S  payload fingerprint (absent when not validated)
 //	data                    B  the stored response (absent while in progress)
 //	version                 N  record format version (storage.RecordVersion)
+//	steps                   L  finished steps while in progress, in order: maps
+//	                           {name: S, data: B} (data absent when empty);
+//	                           removed on completion, absent when there are none
 //
 // With Options.SortKeyAttr set (a table shared with other data, or a table
 // whose key schema is fixed), the partition key holds the constant
@@ -66,9 +86,10 @@
 // expired records; the claim condition checks expiration itself, because
 // TTL deletion can lag by days. On-demand capacity suits bursty Lambda traffic.
 //
-// The function's role needs dynamodb:PutItem, dynamodb:UpdateItem,
-// dynamodb:DeleteItem and dynamodb:GetItem (the last for the fallback read
-// only) on the table.
+// The function's role needs dynamodb:UpdateItem (claim, complete, steps),
+// dynamodb:PutItem (the rare claim that replaces a record whose steps it may
+// not keep), dynamodb:DeleteItem (release) and dynamodb:GetItem (the
+// fallback read only) on the table.
 //
 // # Global tables
 //

@@ -29,6 +29,7 @@ const (
 	slotData
 	slotVersion
 	slotOther // an attribute the store does not know
+	slotSteps // built from the other and data arguments, see fuzzSteps
 	numSlots
 )
 
@@ -67,6 +68,26 @@ const fuzzLease = "fuzz-lease"
 // fuzzNow is the time of those claims.
 var fuzzNow = time.Unix(1_700_000_000, 0)
 
+// fuzzSteps makes the steps attribute of a kind. It takes no argument of
+// its own (the corpus predates steps): kindL is a valid list of one step
+// named other holding data, kindM a list whose one step has no name, and
+// every other kind is what fuzzAttr makes of it, of the wrong type.
+func fuzzSteps(kind int, other string, data []byte) (av types.AttributeValue, present bool) {
+	switch kind {
+	case kindL:
+		return &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"name": &types.AttributeValueMemberS{Value: other},
+			"data": &types.AttributeValueMemberB{Value: data},
+		}}}}, true
+	case kindM:
+		return &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"data": &types.AttributeValueMemberB{Value: data},
+		}}}}, true
+	default:
+		return fuzzAttr(kind, other)
+	}
+}
+
 // FuzzDecodeRecord feeds arbitrary items (every attribute absent, of any
 // DynamoDB type, or nil, with arbitrary contents) to the store's decoder, to
 // a Claim that DynamoDB refuses with that item, and to a wrapped handler on
@@ -90,6 +111,18 @@ func FuzzDecodeRecord(f *testing.F) {
 		"p#1", "1", "soon", "", "", "", []byte("x"), "1.5", "")
 	f.Add(valid, false, "p#1", "COMPLETED", "99999999999999999999", "", "other", "fp", []byte(`z`), "-9223372036854775808", "")
 	f.Add(uint64(0), false, "", "", "", "", "", "", []byte(nil), "", "")
+	// Steps: kept by a live record, by the claim's own, by a lapsed or an
+	// expired one (replaced), and damaged.
+	withSteps := func(stepsKind int, kinds ...int) uint64 { return fuzzKinds(append(kinds, stepsKind)...) }
+	inProgress := []int{kindS, kindS, kindN, kindN, kindS, kindAbsent, kindAbsent, kindN, kindAbsent}
+	lapsed := strconv.FormatInt(fuzzNow.Add(-time.Second).UnixMilli(), 10)
+	expired := strconv.FormatInt(fuzzNow.Add(-time.Hour).Unix(), 10)
+	f.Add(withSteps(kindL, inProgress...), false, "p#1", "INPROGRESS", exp, leaseEnd, "other", "", []byte(`{"id":"ch_1"}`), "1", "charge")
+	f.Add(withSteps(kindL, inProgress...), true, "p#1", "INPROGRESS", exp, leaseEnd, fuzzLease, "", []byte(`{}`), "1", "charge")
+	f.Add(withSteps(kindL, inProgress...), false, "p#1", "INPROGRESS", exp, lapsed, "other", "", []byte(`{}`), "1", "charge")
+	f.Add(withSteps(kindL, inProgress...), false, "p#1", "INPROGRESS", expired, leaseEnd, "other", "", []byte(`{}`), "1", "charge")
+	f.Add(withSteps(kindM, inProgress...), false, "p#1", "INPROGRESS", exp, leaseEnd, "other", "", []byte(`{}`), "1", "charge")
+	f.Add(withSteps(kindS, inProgress...), false, "p#1", "INPROGRESS", exp, leaseEnd, fuzzLease, "", []byte(`{}`), "1", "charge")
 
 	f.Fuzz(func(t *testing.T, kinds uint64, composite bool, id, status, expiration, leaseEnd, lease, validation string, data []byte, version, other string) {
 		var optFns []func(*Options)
@@ -103,8 +136,8 @@ func FuzzDecodeRecord(f *testing.F) {
 			idAttr = o.SortKeyAttr
 		}
 		names := [numSlots]string{idAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr, o.LeaseAttr,
-			o.ValidationAttr, o.DataAttr, o.VersionAttr, "x-other"}
-		values := [numSlots]string{id, status, expiration, leaseEnd, lease, validation, string(data), version, other}
+			o.ValidationAttr, o.DataAttr, o.VersionAttr, "x-other", o.StepsAttr}
+		values := [numSlots]string{id, status, expiration, leaseEnd, lease, validation, string(data), version, other, other}
 		item := map[string]types.AttributeValue{}
 		if composite {
 			item[o.KeyAttr] = attrS(o.StaticPartitionKey)
@@ -112,13 +145,17 @@ func FuzzDecodeRecord(f *testing.F) {
 		var kindOf [numSlots]int
 		for i := range numSlots {
 			kindOf[i] = int(kinds>>(4*i)) & 15
-			if av, present := fuzzAttr(kindOf[i], values[i]); present {
+			av, present := fuzzAttr(kindOf[i], values[i])
+			if i == slotSteps {
+				av, present = fuzzSteps(kindOf[i], other, data)
+			}
+			if present {
 				item[names[i]] = av
 			}
 		}
 
 		rec, err := store.decode(item)
-		want, wantErr := expectRecord(kindOf, values)
+		want, wantErr := expectRecord(kindOf, values, data)
 		switch {
 		case wantErr != "" && err == nil:
 			t.Fatalf("decode: no error, want one (%s); got %+v", wantErr, rec)
@@ -137,22 +174,37 @@ func FuzzDecodeRecord(f *testing.F) {
 		res, cerr := store.Claim(context.Background(), claim, fuzzNow)
 		ours := kindOf[slotLease] == kindS && lease == fuzzLease
 		empty := len(item) == 0 // as if the record vanished: claimed again, then an error
+		// The claim decides on the record without its steps, and reads
+		// the steps only of a record it keeps them from or is refused by.
+		head, headErr := expectRecord(withoutSteps(kindOf), values, data)
+		_, stepsErr := expectSteps(kindOf[slotSteps], other, data)
 		switch {
 		case empty:
 			if cerr == nil || errors.Is(cerr, idempotent.ErrCorruptRecord) {
 				t.Fatalf("Claim refused without a record = %+v, %v; want a store error", res, cerr)
 			}
+		case ours && stepsErr != "":
+			if !errors.Is(cerr, idempotent.ErrCorruptRecord) {
+				t.Fatalf("Claim over the claim's own item with corrupt steps = %+v, %v; want ErrCorruptRecord", res, cerr)
+			}
 		case ours:
 			if cerr != nil || !res.Claimed {
 				t.Fatalf("Claim over an item with the claim's own lease = %+v, %v; want claimed", res, cerr)
 			}
-		case err != nil:
+		case headErr != "":
 			if !errors.Is(cerr, idempotent.ErrCorruptRecord) {
 				t.Fatalf("Claim over a corrupt item = %+v, %v; want ErrCorruptRecord", res, cerr)
 			}
-		case rec.Replaceable(&claim, fuzzNow):
+		case head.Replaceable(&claim, fuzzNow):
+			// Refused, whatever its steps, by a record the claim may replace:
+			// as if it kept changing. Tried again (and replaced, if it
+			// holds steps), then an error.
 			if cerr == nil || errors.Is(cerr, idempotent.ErrCorruptRecord) {
 				t.Fatalf("Claim refused with a record that is not live = %+v, %v; want an error", res, cerr)
+			}
+		case err != nil:
+			if !errors.Is(cerr, idempotent.ErrCorruptRecord) {
+				t.Fatalf("Claim refused by an item with corrupt steps = %+v, %v; want ErrCorruptRecord", res, cerr)
 			}
 		default:
 			if cerr != nil || res.Claimed || res.Existing == nil || !sameRecord(*res.Existing, rec) {
@@ -220,11 +272,32 @@ func fuzzAttr(kind int, v string) (av types.AttributeValue, present bool) {
 	}
 }
 
+// withoutSteps is kinds with the steps slot absent.
+func withoutSteps(kinds [numSlots]int) [numSlots]int {
+	kinds[slotSteps] = kindAbsent
+	return kinds
+}
+
+// expectSteps is what fuzzSteps makes of a kind: the steps, or why they
+// are corrupt.
+func expectSteps(kind int, other string, data []byte) ([]storage.Step, string) {
+	switch kind {
+	case kindAbsent:
+		return nil, ""
+	case kindL:
+		return []storage.Step{{Name: other, Data: data}}, ""
+	case kindM:
+		return nil, "a step without a name"
+	default:
+		return nil, "wrong type"
+	}
+}
+
 // expectRecord is the record an item of these kinds and values describes,
 // or, when it is corrupt, why: required attributes must be present with the
 // right type, optional ones absent or of the right type, and numbers
 // integers that fit.
-func expectRecord(kind [numSlots]int, v [numSlots]string) (storage.Record, string) {
+func expectRecord(kind [numSlots]int, v [numSlots]string, data []byte) (storage.Record, string) {
 	var rec storage.Record
 	need := func(slot, want int, required bool) (bool, string) {
 		switch k := kind[slot]; {
@@ -292,18 +365,36 @@ func expectRecord(kind [numSlots]int, v [numSlots]string) (storage.Record, strin
 		}
 		rec.Version = int(ver)
 	}
+	steps, why := expectSteps(kind[slotSteps], v[slotOther], data)
+	if why != "" {
+		return rec, "steps " + why
+	}
+	rec.Steps = steps
 	return rec, ""
 }
 
 func sameRecord(a, b storage.Record) bool {
 	return a.ID == b.ID && a.Status == b.Status && a.ExpiresAt.Equal(b.ExpiresAt) &&
 		a.LeaseExpiresAt.Equal(b.LeaseExpiresAt) && a.Lease == b.Lease && a.Fingerprint == b.Fingerprint &&
-		bytes.Equal(a.Data, b.Data) && a.Version == b.Version
+		bytes.Equal(a.Data, b.Data) && a.Version == b.Version && sameSteps(a.Steps, b.Steps)
 }
 
-// refusingClient is a Client that refuses every claim with item, as DynamoDB
-// does when a live record exists (and answers a read with it); completion
-// and release succeed.
+func sameSteps(a, b []storage.Step) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !bytes.Equal(a[i].Data, b[i].Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// refusingClient is a Client that refuses every conditional write with item,
+// as DynamoDB does when a live record exists (and answers a read with it):
+// the claim's UpdateItem and the PutItem that replaces a record. Release
+// succeeds; the fuzzed handler never runs, so nothing else is called.
 type refusingClient struct {
 	item map[string]types.AttributeValue
 }
@@ -313,7 +404,7 @@ func (c *refusingClient) PutItem(context.Context, *dynamodb.PutItemInput, ...fun
 }
 
 func (c *refusingClient) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return &dynamodb.UpdateItemOutput{}, nil
+	return nil, &types.ConditionalCheckFailedException{Message: new(string), Item: c.item}
 }
 
 func (c *refusingClient) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {

@@ -97,6 +97,49 @@ func TestLocalItemLayout(t *testing.T) {
 			}
 			assert.Equal(t, want, showItem(rawItem(t, client, table, dbKey)))
 
+			// Steps: a list of maps {name: S, data: B}, in order.
+			steps := []storage.Step{{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}, {Name: "ledger"}}
+			for _, st := range steps {
+				require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, st))
+			}
+			item := rawItem(t, client, table, dbKey)
+			assert.Equal(t, &types.AttributeValueMemberL{Value: []types.AttributeValue{
+				&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+					"name": &types.AttributeValueMemberS{Value: "charge"},
+					"data": &types.AttributeValueMemberB{Value: []byte(`{"id":"ch_1"}`)},
+				}},
+				&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+					"name": &types.AttributeValueMemberS{Value: "ledger"},
+				}},
+			}}, item["steps"])
+			delete(item, "steps")
+			assert.Equal(t, want, showItem(item), "appending steps changes nothing else")
+
+			// Suspending sets the lease end alone.
+			end := now.Add(-time.Millisecond)
+			require.NoError(t, store.Suspend(t.Context(), rec.ID, rec.Lease, end))
+			item = rawItem(t, client, table, dbKey)
+			assert.NotNil(t, item["steps"])
+			delete(item, "steps")
+			want["in_progress_expiration"] = "N(" + strconv.FormatInt(end.UnixMilli(), 10) + ")"
+			assert.Equal(t, want, showItem(item))
+
+			// A takeover for the same payload rewrites every attribute but
+			// the steps.
+			b := rec
+			b.Lease, b.LeaseExpiresAt, b.ExpiresAt = randomID()[6:], now.Add(time.Minute), now.Add(90*time.Minute)
+			res, err = store.Claim(t.Context(), b, now)
+			require.NoError(t, err)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
+			want["lease"] = "S(" + b.Lease + ")"
+			want["in_progress_expiration"] = "N(" + strconv.FormatInt(b.LeaseExpiresAt.UnixMilli(), 10) + ")"
+			want["expiration"] = "N(" + strconv.FormatInt(b.ExpiresAt.Unix(), 10) + ")"
+			item = rawItem(t, client, table, dbKey)
+			assert.Len(t, item["steps"].(*types.AttributeValueMemberL).Value, 2)
+			delete(item, "steps")
+			assert.Equal(t, want, showItem(item))
+			rec = b
+
 			done := rec
 			done.Status, done.LeaseExpiresAt, done.Data, done.ExpiresAt = storage.StatusCompleted, time.Time{}, []byte("p{}"), now.Add(2*time.Hour)
 			require.NoError(t, store.Complete(t.Context(), done))
@@ -104,7 +147,100 @@ func TestLocalItemLayout(t *testing.T) {
 			want["status"] = "S(COMPLETED)"
 			want["data"] = "B(p{})"
 			want["expiration"] = "N(" + strconv.FormatInt(done.ExpiresAt.Unix(), 10) + ")"
-			assert.Equal(t, want, showItem(rawItem(t, client, table, dbKey)))
+			assert.Equal(t, want, showItem(rawItem(t, client, table, dbKey)), "completion removes the steps")
+		})
+	}
+}
+
+// TestLocalStepsPastTheItemLimit: steps that fit alone but not together are
+// refused by DynamoDB, without writing, as storage.ErrTooLarge; the record
+// keeps the steps before and completes.
+func TestLocalStepsPastTheItemLimit(t *testing.T) {
+	t.Parallel()
+	client := localddb.TestClient(t)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			store, _ := newLocalStore(t, client, l)
+			now := time.Now()
+			rec := liveRecord(now)
+			_, err := store.Claim(t.Context(), rec, now)
+			require.NoError(t, err)
+			big := func(name string) storage.Step {
+				return storage.Step{Name: name, Data: bytes.Repeat([]byte{'x'}, 150<<10)}
+			}
+			require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, big("one")))
+			require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, big("two")))
+			err = store.AppendStep(t.Context(), rec.ID, rec.Lease, big("three"))
+			require.ErrorIs(t, err, storage.ErrTooLarge)
+			assert.ErrorContains(t, err, "ValidationException", "refused by DynamoDB: the store does not know the stored steps' size")
+
+			b := rival(rec, now)
+			got, err := store.Get(t.Context(), rec.ID)
+			require.NoError(t, err)
+			require.Len(t, got.Steps, 2, "nothing written")
+			assert.Equal(t, []string{"one", "two"}, []string{got.Steps[0].Name, got.Steps[1].Name})
+			done := rec
+			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
+			require.NoError(t, store.Complete(t.Context(), done))
+			res, err := store.Claim(t.Context(), b, now)
+			require.NoError(t, err)
+			require.NotNil(t, res.Existing)
+			assert.Empty(t, res.Existing.Steps)
+		})
+	}
+}
+
+// rival is another invocation's claim of r's record, with its own lease.
+func rival(r storage.Record, now time.Time) storage.Record {
+	r.Lease = randomID()[6:]
+	r.LeaseExpiresAt = now.Add(time.Minute)
+	return r
+}
+
+// TestLocalReplacingSteps: a claim that may replace a record but not keep
+// its steps replaces it with a second write, the one case a claim costs two
+// calls; a takeover that keeps them costs one.
+func TestLocalReplacingSteps(t *testing.T) {
+	t.Parallel()
+	counter := &callCounter{}
+	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			// Not parallel: the layouts share the call counter.
+			store, _ := newLocalStore(t, client, l)
+			now := time.Now()
+			step := storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}
+			for _, tt := range []struct {
+				name      string
+				at        time.Time
+				change    func(*storage.Record)
+				wantSteps []storage.Step
+				wantCalls []string
+			}{
+				{"resumed", now.Add(2 * time.Minute), nil, []storage.Step{step}, []string{"UpdateItem"}},
+				{"expired", now.Add(2 * time.Hour), nil, nil, []string{"UpdateItem", "PutItem"}},
+				{"another payload", now.Add(2 * time.Minute), func(r *storage.Record) { r.Fingerprint = "" }, nil, []string{"UpdateItem", "PutItem"}},
+			} {
+				rec := liveRecord(now)
+				_, err := store.Claim(t.Context(), rec, now)
+				require.NoError(t, err)
+				require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, step))
+				b := rival(rec, tt.at)
+				b.ExpiresAt = tt.at.Add(time.Hour)
+				if tt.change != nil {
+					tt.change(&b)
+				}
+				counter.take()
+				res, err := store.Claim(t.Context(), b, tt.at)
+				require.NoError(t, err, tt.name)
+				assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: tt.wantSteps}, res, tt.name)
+				assert.Equal(t, tt.wantCalls, counter.take(), tt.name)
+				got, err := store.Get(t.Context(), rec.ID)
+				require.NoError(t, err)
+				assert.Equal(t, b.Lease, got.Lease, tt.name)
+				assert.Equal(t, tt.wantSteps, got.Steps, tt.name)
+			}
 		})
 	}
 }
@@ -120,12 +256,12 @@ func TestLocalLostResponses(t *testing.T) {
 	counter.take()
 
 	// The claim is written, its response lost, the SDK retries, the retry
-	// fails its condition on our own item: the claim is ours.
-	loser.arm("PutItem")
+	// finds our own lease, which the condition admits: the claim is ours.
+	loser.arm("UpdateItem")
 	res, err := store.Claim(t.Context(), rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
-	assert.Equal(t, []string{"PutItem", "PutItem"}, counter.take())
+	assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take())
 
 	// A retried completion succeeds again (it is fenced by the lease alone).
 	done := rec
@@ -145,6 +281,25 @@ func TestLocalLostResponses(t *testing.T) {
 	res, err = store.Claim(t.Context(), liveRecord(now), now)
 	require.NoError(t, err)
 	assert.True(t, res.Claimed)
+
+	// A takeover that keeps steps, its response lost: the retry gets the
+	// kept steps back from its own record.
+	rec3 := liveRecord(now)
+	_, err = store.Claim(t.Context(), rec3, now)
+	require.NoError(t, err)
+	step := storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}
+	loser.arm("UpdateItem")
+	require.NoError(t, store.AppendStep(t.Context(), rec3.ID, rec3.Lease, step))
+	later := rec3.LeaseExpiresAt.Add(time.Millisecond)
+	b := rec3
+	b.Lease, b.LeaseExpiresAt = randomID()[6:], later.Add(time.Minute)
+	counter.take()
+	loser.arm("UpdateItem")
+	res, err = store.Claim(t.Context(), b, later)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, Steps: []storage.Step{step}}, res,
+		"the step, written twice by the SDK's retry, reads once and is kept")
+	assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take())
 }
 
 // TestLocalItemSizeLimit checks the size estimate against DynamoDB's own

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"time"
@@ -104,8 +105,37 @@ func numberSize(v int64) int {
 // checked (the wrapper refuses unknown ones), and an item without a version
 // decodes with Version 0 (the wrapper refuses it as foreign).
 func (s *Store) decode(item map[string]types.AttributeValue) (storage.Record, error) {
-	o := &s.opts
 	d := decoder{item: item}
+	rec := s.readHead(&d)
+	rec.Steps = d.steps(s.opts.StepsAttr)
+	if d.err != nil {
+		return storage.Record{}, d.err
+	}
+	return rec, nil
+}
+
+// decodeRecordHead is decode without the steps: what the liveness rule needs. A
+// claim decides on it, so that a damaged steps attribute does not keep a
+// record that may be replaced anyway from being replaced.
+func (s *Store) decodeRecordHead(item map[string]types.AttributeValue) (storage.Record, error) {
+	d := decoder{item: item}
+	rec := s.readHead(&d)
+	if d.err != nil {
+		return storage.Record{}, d.err
+	}
+	return rec, nil
+}
+
+// decodeSteps reads only the steps attribute of item.
+func (s *Store) decodeSteps(item map[string]types.AttributeValue) ([]storage.Step, error) {
+	d := decoder{item: item}
+	steps := d.steps(s.opts.StepsAttr)
+	return steps, d.err
+}
+
+// readHead reads every attribute of a record but its steps.
+func (s *Store) readHead(d *decoder) storage.Record {
+	o := &s.opts
 	var rec storage.Record
 	idAttr := o.KeyAttr
 	if o.SortKeyAttr != "" {
@@ -128,10 +158,55 @@ func (s *Store) decode(item map[string]types.AttributeValue) (storage.Record, er
 	if v, ok := d.num(o.VersionAttr, false, strconv.IntSize); ok {
 		rec.Version = int(v)
 	}
-	if d.err != nil {
-		return storage.Record{}, d.err
+	return rec
+}
+
+// The keys of a stored step's map.
+const (
+	stepNameKey = "name"
+	stepDataKey = "data"
+)
+
+// stepValue is a step as an element of the steps list. An empty result is
+// left out rather than stored as an empty binary.
+func stepValue(st *storage.Step) *types.AttributeValueMemberM {
+	m := make(map[string]types.AttributeValue, 2)
+	m[stepNameKey] = attrS(st.Name)
+	if len(st.Data) > 0 {
+		m[stepDataKey] = &types.AttributeValueMemberB{Value: st.Data}
 	}
-	return rec, nil
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// stepSize is what one step adds to the steps list by DynamoDB's rules: a
+// map costs 3 bytes and each list element 1, plus the names and values
+// within.
+func stepSize(st *storage.Step) int {
+	n := 1 + 3 + len(stepNameKey) + len(st.Name)
+	if len(st.Data) > 0 {
+		n += len(stepDataKey) + len(st.Data)
+	}
+	return n
+}
+
+// minStepItemSize is a lower bound of the size of the item holding record
+// id under lease once st is appended: the key, the status, the lease, the
+// steps list holding st alone, and the smallest possible numbers. AppendStep
+// refuses a step past the limit by this bound without a call; what the
+// bound leaves out is DynamoDB's to refuse.
+func (s *Store) minStepItemSize(id, lease string, st *storage.Step) int {
+	o := &s.opts
+	n := len(o.KeyAttr)
+	if o.SortKeyAttr == "" {
+		n += len(id)
+	} else {
+		n += len(o.StaticPartitionKey) + len(o.SortKeyAttr) + len(id)
+	}
+	n += len(o.StatusAttr) + len(storage.StatusInProgress)
+	n += len(o.ExpirationAttr) + 1 + len(o.InProgressExpirationAttr) + 1
+	n += len(o.LeaseAttr) + len(lease)
+	n += len(o.StepsAttr) + 3 + stepSize(st)
+	return n
 }
 
 // decoder reads typed attributes, keeping the first error.
@@ -189,6 +264,69 @@ func (d *decoder) num(attr string, required bool, bits int) (int64, bool) {
 	return n, true
 }
 
+// steps reads the steps list: absent is none; every element must be a map
+// with a name (S) and, optionally, data (B). Other keys are ignored, as
+// unknown attributes are.
+func (d *decoder) steps(attr string) []storage.Step {
+	av, ok := d.get(attr, false)
+	if !ok {
+		return nil
+	}
+	l, isL := av.(*types.AttributeValueMemberL)
+	if !isL || l == nil {
+		d.fail(attr, "is %s, want L", kind(av))
+		return nil
+	}
+	if len(l.Value) == 0 {
+		return nil
+	}
+	steps := make([]storage.Step, 0, len(l.Value))
+	var seen map[string]int // name -> index in steps
+	for i, el := range l.Value {
+		m, isM := el.(*types.AttributeValueMemberM)
+		if !isM || m == nil {
+			d.fail(attr, "element %d is %s, want M", i, kind(el))
+			return nil
+		}
+		name, isS := m.Value[stepNameKey].(*types.AttributeValueMemberS)
+		if !isS || name == nil {
+			d.fail(attr, "element %d: %q is %s, want S", i, stepNameKey, kindOrMissing(m.Value, stepNameKey))
+			return nil
+		}
+		st := storage.Step{Name: name.Value}
+		if dv, present := m.Value[stepDataKey]; present {
+			data, isB := dv.(*types.AttributeValueMemberB)
+			if !isB || data == nil {
+				d.fail(attr, "element %d: %q is %s, want B", i, stepDataKey, kind(dv))
+				return nil
+			}
+			st.Data = data.Value
+		}
+		// An SDK retry of an AppendStep whose response was lost appends
+		// the step a second time (list_append has no condition that could
+		// tell). Names are unique within a record, so a step repeated
+		// with the same result is that replayed write: keep the first.
+		if j, dup := seen[st.Name]; dup && bytes.Equal(steps[j].Data, st.Data) {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]int, len(l.Value))
+		}
+		seen[st.Name] = len(steps)
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// kindOrMissing is kind of m[key], or "missing".
+func kindOrMissing(m map[string]types.AttributeValue, key string) string {
+	av, ok := m[key]
+	if !ok {
+		return "missing"
+	}
+	return kind(av)
+}
+
 func (d *decoder) bin(attr string) []byte {
 	av, ok := d.get(attr, false)
 	if !ok {
@@ -227,8 +365,14 @@ func kind(av types.AttributeValue) string {
 	case *types.AttributeValueMemberNULL:
 		return "NULL"
 	case *types.AttributeValueMemberM:
+		if v == nil {
+			return "a nil M"
+		}
 		return "M"
 	case *types.AttributeValueMemberL:
+		if v == nil {
+			return "a nil L"
+		}
 		return "L"
 	case *types.AttributeValueMemberSS:
 		return "SS"

@@ -53,12 +53,26 @@ type Options struct {
 	// VersionAttr holds the record format version (N). Default "version".
 	VersionAttr string
 
+	// StepsAttr holds the steps an in-progress record's owners finished, in
+	// order: a list (L) of maps {name: S, data: B} (data absent when a step's
+	// result is empty). Claims leave it as it is when they resume the record,
+	// and completion removes it. Default "steps".
+	StepsAttr string
+
 	// MaxItemBytes is the largest item Complete writes, measured with
 	// DynamoDB's item size rules (attribute names plus values); a larger one
 	// yields an error wrapping storage.ErrTooLarge without a call to
 	// DynamoDB. Zero or less means storage.DefaultMaxItemBytes. A larger value only
 	// moves the refusal to DynamoDB, whose ValidationException for an
 	// oversized item is reported as storage.ErrTooLarge as well.
+	//
+	// AppendStep refuses, before any call, a step that would not fit in an
+	// item of MaxItemBytes holding nothing but the step and the record's
+	// fixed attributes. The steps already stored are not known without a
+	// read, so the whole item is bounded by DynamoDB's own limit (400 KB,
+	// the default of MaxItemBytes), which refuses a step that would push it
+	// past without writing anything; a MaxItemBytes below 400 KB thus bounds
+	// each step, not their sum.
 	MaxItemBytes int
 }
 
@@ -74,6 +88,7 @@ func defaultOptions() Options {
 		ValidationAttr:           "validation",
 		DataAttr:                 "data",
 		VersionAttr:              "version",
+		StepsAttr:                "steps",
 		MaxItemBytes:             storage.DefaultMaxItemBytes,
 	}
 }
@@ -102,6 +117,7 @@ func (o *Options) normalize() {
 		{&o.ValidationAttr, d.ValidationAttr},
 		{&o.DataAttr, d.DataAttr},
 		{&o.VersionAttr, d.VersionAttr},
+		{&o.StepsAttr, d.StepsAttr},
 	} {
 		if *f.v == "" {
 			*f.v = f.def
@@ -115,7 +131,7 @@ func (o *Options) normalize() {
 // attrNames lists the attribute names in use, for the duplicate check.
 func (o *Options) attrNames() []string {
 	names := []string{o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr,
-		o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr}
+		o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr}
 	if o.SortKeyAttr != "" {
 		names = append(names, o.SortKeyAttr)
 	}

@@ -40,11 +40,13 @@ type Store struct {
 	opts     Options
 	staticPK types.AttributeValue // the partition key value in the composite layout
 
-	claim          claimExpr // for a claim without a payload fingerprint
-	claimBound     claimExpr // for one with: a takeover needs the same payload
+	claims         [8]claimExpr   // by claimShape.index
+	replace        [2]replaceExpr // without and with a lease end in the replaced record
 	complete       completeExpr
 	completeNoData completeExpr
 	release        releaseExpr
+	appendStep     appendStepExpr
+	suspend        suspendExpr
 }
 
 // New returns a Store that keeps its records in table through client. The
@@ -77,50 +79,46 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 		table:          &table,
 		opts:           opts,
 		staticPK:       attrS(opts.StaticPartitionKey),
-		claim:          compileClaim(&opts, false),
-		claimBound:     compileClaim(&opts, true),
+		claims:         compileClaims(&opts),
+		replace:        [2]replaceExpr{compileReplace(&opts, false), compileReplace(&opts, true)},
 		complete:       compileComplete(&opts, true),
 		completeNoData: compileComplete(&opts, false),
 		release:        compileRelease(&opts),
+		appendStep:     compileAppendStep(&opts),
+		suspend:        compileSuspend(&opts),
 	}
 }
 
 // Options returns a copy of the Store's options, defaults filled in.
 func (s *Store) Options() Options { return s.opts }
 
-// Claim implements storage.Store with one conditional PutItem. A refused
-// claim costs nothing more: DynamoDB returns the live item with the
-// conditional failure. Only when it does not (some DynamoDB-compatible
-// servers) is the item read with one consistent GetItem; if that item is gone
-// or no longer live, the claim is tried once more.
+// Claim implements storage.Store with one conditional UpdateItem that
+// writes every attribute of rec and leaves the stored steps as they are (see
+// claimExpr): a takeover for the same payload keeps the steps it resumes in
+// the same atomic write, and ReturnValues=ALL_OLD hands them back with the
+// replaced item, so resuming costs no extra call. A refused claim costs
+// nothing more either: DynamoDB returns the live item with the conditional
+// failure. Only when it does not (some DynamoDB-compatible servers) is the
+// item read with one consistent GetItem; if that item is gone or no longer
+// live, the claim is tried once more.
 //
-// A claim retried by the SDK after its first response was lost fails its
-// condition on the caller's own item; the lease token identifies it, and the
-// claim counts as made (TookOver is then false, as the first response that
-// knew otherwise was lost).
+// The condition refuses one kind of record the liveness rule lets the claim
+// replace: one that holds steps the claim may not keep (it has expired, or
+// only one side of the takeover carries a fingerprint). Claim then replaces
+// it with a second write, a PutItem of rec conditioned on the record being
+// exactly as read (see replaceExpr), which drops the steps; this rare case
+// costs one call more.
+//
+// A claim retried by the SDK after its first response was lost finds the
+// caller's own lease, which its condition admits: the claim counts as made
+// (TookOver is then false, as the first response that knew otherwise was
+// lost), and the steps it kept come back again.
 func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
-	e := &s.claim
-	values := make(map[string]types.AttributeValue, 4)
-	if rec.Fingerprint != "" {
-		e = &s.claimBound
-		values[e.validation] = attrS(rec.Fingerprint)
-	}
-	values[e.now] = attrN(now.Unix())
-	values[e.nowMs] = attrN(now.UnixMilli())
-	values[e.inProgress] = inProgressAttrValue
-	in := &dynamodb.PutItemInput{
-		TableName:                           s.table,
-		Item:                                s.claimItem(&rec),
-		ConditionExpression:                 e.condition,
-		ExpressionAttributeNames:            e.names,
-		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllOld,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	in := s.claimInput(&rec, now)
 	for attempt := 1; ; attempt++ {
-		out, err := s.client.PutItem(ctx, in)
+		out, err := s.client.UpdateItem(ctx, in)
 		if err == nil {
-			return storage.ClaimResult{Claimed: true, TookOver: s.tookOver(out.Attributes, rec.Lease)}, nil
+			return s.claimed(out.Attributes, rec.Lease)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
@@ -132,25 +130,138 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 				return storage.ClaimResult{}, err
 			}
 		}
-		if len(item) > 0 && s.hasLease(item, rec.Lease) {
-			return storage.ClaimResult{Claimed: true}, nil
-		}
-		var existing storage.Record
-		if len(item) > 0 {
-			if existing, err = s.decode(item); err != nil {
-				return storage.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
-			}
-			if !existing.Replaceable(&rec, now) {
-				return storage.ClaimResult{Existing: &existing}, nil
-			}
+		res, done, err := s.refused(ctx, &rec, now, item)
+		if done || err != nil {
+			return res, err
 		}
 		// No live record refused the claim: in practice the fallback read
 		// found the item deleted (or replaced by one no longer live) between
-		// the write and the read. Claim again, once.
+		// the write and the read, or the record changed under a
+		// replacement. Claim again, once.
 		if attempt == 2 {
 			return storage.ClaimResult{}, errors.New("dynamostore: claim: refused twice, but no live record was found")
 		}
 	}
+}
+
+// claimInput is the claim's UpdateItem for rec at now.
+func (s *Store) claimInput(rec *storage.Record, now time.Time) *dynamodb.UpdateItemInput {
+	shape := claimShape{fingerprint: rec.Fingerprint != "", leaseEnd: !rec.LeaseExpiresAt.IsZero(), data: len(rec.Data) > 0}
+	e := &s.claims[shape.index()]
+	values := make(map[string]types.AttributeValue, 10)
+	values[e.now] = attrN(now.Unix())
+	values[e.nowMs] = attrN(now.UnixMilli())
+	values[e.inProgress] = inProgressAttrValue
+	values[e.status] = attrS(string(rec.Status))
+	values[e.expiration] = attrN(rec.ExpiresAt.Unix())
+	values[e.lease] = attrS(rec.Lease)
+	values[e.version] = attrN(int64(rec.Version))
+	if shape.leaseEnd {
+		values[e.leaseEnd] = attrN(rec.LeaseExpiresAt.UnixMilli())
+	}
+	if shape.fingerprint {
+		values[e.validation] = attrS(rec.Fingerprint)
+	}
+	if shape.data {
+		values[e.data] = &types.AttributeValueMemberB{Value: rec.Data}
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           s.table,
+		Key:                                 s.key(rec.ID),
+		UpdateExpression:                    e.update,
+		ConditionExpression:                 e.condition,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// claimed is the result of a claim whose write succeeded over old (the
+// replaced item, empty for a new key). By the claim condition, old holds
+// steps only when they are the caller's to keep: old was resumable, or it
+// carries the caller's lease (a retried claim, which kept them the first
+// time). The steps were kept in the record, so steps that cannot be read
+// fail the claim (the record is then held until its lease lapses, and
+// replaced once it expires).
+func (s *Store) claimed(old map[string]types.AttributeValue, lease string) (storage.ClaimResult, error) {
+	res := storage.ClaimResult{Claimed: true, TookOver: s.tookOver(old, lease)}
+	if len(old) == 0 {
+		return res, nil
+	}
+	steps, err := s.decodeSteps(old)
+	if err != nil {
+		return storage.ClaimResult{}, fmt.Errorf("dynamostore: claim: the claimed record's steps: %w", err)
+	}
+	res.Steps = steps
+	return res, nil
+}
+
+// refused decides on a claim of rec whose condition failed on item (the
+// stored item, nil if there is none). done is false when the claim should
+// be tried again: no item, or one the condition would now admit.
+func (s *Store) refused(ctx context.Context, rec *storage.Record, now time.Time, item map[string]types.AttributeValue) (res storage.ClaimResult, done bool, err error) {
+	if len(item) == 0 {
+		return storage.ClaimResult{}, false, nil
+	}
+	if s.hasLease(item, rec.Lease) {
+		res, err := s.claimed(item, rec.Lease)
+		return res, true, err
+	}
+	head, err := s.decodeRecordHead(item)
+	if err != nil {
+		return storage.ClaimResult{}, true, fmt.Errorf("dynamostore: claim: %w", err)
+	}
+	if !head.Replaceable(rec, now) {
+		existing, err := s.decode(item)
+		if err != nil {
+			return storage.ClaimResult{}, true, fmt.Errorf("dynamostore: claim: %w", err)
+		}
+		return storage.ClaimResult{Existing: &existing}, true, nil
+	}
+	if _, hasSteps := item[s.opts.StepsAttr]; !hasSteps || head.Resumable(rec, now) {
+		// The condition admits this record: it changed between the claim
+		// and the read.
+		return storage.ClaimResult{}, false, nil
+	}
+	return s.replaceRecord(ctx, rec, &head)
+}
+
+// replaceRecord writes rec, without steps, over old, a replaceable record
+// holding steps rec may not keep, on condition that the record is still
+// exactly old. If it changed meanwhile, done is false: the claim is decided
+// again on the new record.
+func (s *Store) replaceRecord(ctx context.Context, rec, old *storage.Record) (res storage.ClaimResult, done bool, err error) {
+	e := &s.replace[0]
+	values := make(map[string]types.AttributeValue, 4)
+	if !old.LeaseExpiresAt.IsZero() {
+		e = &s.replace[1]
+		values[e.leaseEnd] = attrN(old.LeaseExpiresAt.UnixMilli())
+	}
+	values[e.lease] = attrS(old.Lease)
+	values[e.status] = attrS(string(old.Status))
+	values[e.expiration] = attrN(old.ExpiresAt.Unix())
+	out, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           s.table,
+		Item:                                s.claimItem(rec),
+		ConditionExpression:                 e.condition,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return storage.ClaimResult{Claimed: true, TookOver: s.tookOver(out.Attributes, rec.Lease)}, true, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return storage.ClaimResult{}, true, fmt.Errorf("dynamostore: claim: replace a record whose steps the claim may not keep: %w", err)
+	}
+	if s.hasLease(ccf.Item, rec.Lease) {
+		// The SDK retried the replacement after its response was lost.
+		return storage.ClaimResult{Claimed: true}, true, nil
+	}
+	return storage.ClaimResult{}, false, nil
 }
 
 // get reads the item holding id with a consistent read; nil if there is none.
@@ -186,8 +297,9 @@ func (s *Store) tookOver(old map[string]types.AttributeValue, lease string) bool
 }
 
 // Complete implements storage.Store with one UpdateItem conditioned on the
-// lease alone, so a retried completion succeeds again. An item larger than
-// Options.MaxItemBytes is refused before any call.
+// lease alone, so a retried completion succeeds again; it removes the
+// steps. An item larger than Options.MaxItemBytes is refused before any
+// call.
 func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if size := s.completedSize(&rec); size > s.opts.MaxItemBytes {
 		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)

@@ -103,6 +103,7 @@ func TestNewDefaults(t *testing.T) {
 		ValidationAttr:           "validation",
 		DataAttr:                 "data",
 		VersionAttr:              "version",
+		StepsAttr:                "steps",
 		MaxItemBytes:             409600,
 	}, got)
 
@@ -156,70 +157,81 @@ func TestNewPanics(t *testing.T) {
 
 func TestClaimRequest(t *testing.T) {
 	t.Parallel()
+	// The claim condition: no item, our own lease, a replaceable record
+	// without steps, or a lapsed one whose steps this claim may keep (the
+	// same payload, not expired).
+	const (
+		boundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
+			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
+			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+			"(((attribute_not_exists (steps)) AND ((attribute_not_exists (validation)) OR (validation = S(fp)))) OR " +
+			"((expiration >= N(1700000000)) AND (validation = S(fp)))))"
+		unboundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
+			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
+			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+			"((attribute_not_exists (steps)) OR ((expiration >= N(1700000000)) AND (attribute_not_exists (validation)))))"
+	)
 	tests := []struct {
-		name     string
-		opts     []func(*dynamostore.Options)
-		rec      func(*storage.Record)
-		wantItem map[string]string
-		wantCond string
+		name       string
+		opts       []func(*dynamostore.Options)
+		rec        func(*storage.Record)
+		wantKey    map[string]string
+		wantUpdate string
+		wantCond   string
 	}{
 		{
-			name: "default layout",
-			wantItem: map[string]string{
-				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
-				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
-				"validation": "S(fp)", "version": "N(1)",
-			},
-			// A takeover of a lapsed owner needs the same payload.
-			wantCond: "(attribute_not_exists (id)) OR (expiration < N(1700000000)) OR " +
-				"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
-				"((attribute_not_exists (validation)) OR (validation = S(fp))))",
+			name:    "default layout",
+			wantKey: map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
+			wantCond: boundCond,
 		},
 		{
-			name: "no fingerprint, with data",
-			rec:  func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
-			wantItem: map[string]string{
-				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
-				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
-				"data": "B(x)", "version": "N(1)",
-			},
-			wantCond: "(attribute_not_exists (id)) OR (expiration < N(1700000000)) OR " +
-				"((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)))",
+			name:    "no fingerprint, with data",
+			rec:     func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
+			wantKey: map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "REMOVE validation SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+				"version = N(1), in_progress_expiration = N(1700000001500), data = B(x)",
+			wantCond: unboundCond,
 		},
 		{
-			name: "composite key",
-			opts: []func(*dynamostore.Options){composed},
-			wantItem: map[string]string{
-				"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")", "status": "S(INPROGRESS)",
-				"expiration": "N(1700003600)", "in_progress_expiration": "N(1700000001500)",
-				"lease": "S(" + ourLease + ")", "validation": "S(fp)", "version": "N(1)",
-			},
-			wantCond: "(attribute_not_exists (pk)) OR (expiration < N(1700000000)) OR " +
-				"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
-				"((attribute_not_exists (validation)) OR (validation = S(fp))))",
+			name:    "no lease end",
+			rec:     func(r *storage.Record) { r.LeaseExpiresAt = time.Time{} },
+			wantKey: map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "REMOVE in_progress_expiration, data SET status = S(INPROGRESS), expiration = N(1700003600), " +
+				"lease = S(" + ourLease + "), version = N(1), validation = S(fp)",
+			wantCond: boundCond,
+		},
+		{
+			name:    "composite key",
+			opts:    []func(*dynamostore.Options){composed},
+			wantKey: map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
+			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
+			wantCond: strings.Replace(boundCond, "attribute_not_exists (id)", "attribute_not_exists (pk)", 1),
 		},
 		{
 			name: "custom names, dots are not paths",
 			opts: []func(*dynamostore.Options){func(o *dynamostore.Options) {
 				o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr = "k.ey", "s", "ttl", "lease.end"
-				o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr = "l", "v", "d", "fmt"
+				o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr = "l", "v", "d", "fmt", "st.eps"
 			}},
-			wantItem: map[string]string{
-				"k.ey": "S(" + testID + ")", "s": "S(INPROGRESS)", "ttl": "N(1700003600)",
-				"lease.end": "N(1700000001500)", "l": "S(" + ourLease + ")", "v": "S(fp)", "fmt": "N(1)",
-			},
-			wantCond: "(attribute_not_exists (k.ey)) OR (ttl < N(1700000000)) OR " +
+			wantKey:    map[string]string{"k.ey": "S(" + testID + ")"},
+			wantUpdate: "REMOVE d SET s = S(INPROGRESS), ttl = N(1700003600), l = S(" + ourLease + "), fmt = N(1), lease.end = N(1700000001500), v = S(fp)",
+			wantCond: "(attribute_not_exists (k.ey)) OR (l = S(" + ourLease + ")) OR " +
+				"((attribute_not_exists (st.eps)) AND (ttl < N(1700000000))) OR " +
 				"(((s = S(INPROGRESS)) AND (lease.end < N(1700000000000))) AND " +
-				"((attribute_not_exists (v)) OR (v = S(fp))))",
+				"(((attribute_not_exists (st.eps)) AND ((attribute_not_exists (v)) OR (v = S(fp)))) OR " +
+				"((ttl >= N(1700000000)) AND (v = S(fp)))))",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var got *dynamodb.PutItemInput
-			fc := &fakeClient{t: t, putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+			var got *dynamodb.UpdateItemInput
+			fc := &fakeClient{t: t, updateItem: func(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 				got = in
-				return &dynamodb.PutItemOutput{}, nil
+				return &dynamodb.UpdateItemOutput{}, nil
 			}}
 			rec := newRecord()
 			if tt.rec != nil {
@@ -232,15 +244,17 @@ func TestClaimRequest(t *testing.T) {
 			assert.Equal(t, testTable, *got.TableName)
 			assert.Equal(t, types.ReturnValueAllOld, got.ReturnValues)
 			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
-			assert.Equal(t, tt.wantItem, showItem(got.Item))
+			assert.Equal(t, tt.wantKey, showItem(got.Key))
+			assert.Equal(t, tt.wantUpdate, oneLine(resolve(t, got.UpdateExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)))
 			assert.Equal(t, tt.wantCond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
-			values, names := 3, 4
-			if rec.Fingerprint != "" {
-				values, names = 4, 5 // :validation, #validation
+			assert.NotContains(t, *got.UpdateExpression, "steps", "the claim leaves the steps alone")
+			for p := range got.ExpressionAttributeValues {
+				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused value")
 			}
-			assert.Len(t, got.ExpressionAttributeValues, values, "every value is used")
-			assert.Len(t, got.ExpressionAttributeNames, names, "every name is used")
-			assert.Equal(t, []string{"PutItem"}, fc.Calls())
+			for p := range got.ExpressionAttributeNames {
+				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused name")
+			}
+			assert.Equal(t, []string{"UpdateItem"}, fc.Calls())
 		})
 	}
 }
@@ -255,16 +269,16 @@ func showItem(item map[string]types.AttributeValue) map[string]string {
 
 func TestClaimOutcomes(t *testing.T) {
 	t.Parallel()
-	put := func(out *dynamodb.PutItemOutput, err error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
-		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return out, err }
+	put := func(out *dynamodb.UpdateItemOutput, err error) func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return out, err }
 	}
-	// puts answers successive PutItem calls in turn.
-	puts := func(answers ...error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+	// puts answers successive claims (UpdateItem calls) in turn.
+	puts := func(answers ...error) func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 		i := 0
-		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		return func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 			err := answers[i]
 			i++
-			return &dynamodb.PutItemOutput{}, err
+			return &dynamodb.UpdateItemOutput{}, err
 		}
 	}
 	get := func(item map[string]types.AttributeValue, err error) func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
@@ -286,7 +300,7 @@ func TestClaimOutcomes(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		put       func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+		put       func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 		get       func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
 		want      storage.ClaimResult
 		wantErr   []error // errors.Is targets
@@ -294,35 +308,35 @@ func TestClaimOutcomes(t *testing.T) {
 		wantCalls []string
 	}{
 		{
-			name: "new key", put: put(&dynamodb.PutItemOutput{}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			name: "new key", put: put(&dynamodb.UpdateItemOutput{}, nil),
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "takeover of a lapsed lease",
-			put:  put(&dynamodb.PutItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
-			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
+			put:  put(&dynamodb.UpdateItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
+			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "expired completed record is not a takeover",
-			put:  put(&dynamodb.PutItemOutput{Attributes: storedItem()}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			put:  put(&dynamodb.UpdateItemOutput{Attributes: storedItem()}, nil),
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "replaced corrupt record is not an error",
-			put: put(&dynamodb.PutItemOutput{Attributes: map[string]types.AttributeValue{
+			put: put(&dynamodb.UpdateItemOutput{Attributes: map[string]types.AttributeValue{
 				"id": &types.AttributeValueMemberS{Value: testID}, "status": &types.AttributeValueMemberN{Value: "1"},
 			}}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "duplicate of a completed record",
 			put:  put(nil, ccf(storedItem())),
-			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "lost response: the refusing item carries our lease",
 			put:  put(nil, ccf(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()))),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "unknown status passes through",
@@ -331,7 +345,7 @@ func TestClaimOutcomes(t *testing.T) {
 				item["status"] = &types.AttributeValueMemberS{Value: "PENDING"}
 				return item
 			}())),
-			want: storage.ClaimResult{Existing: &unknown}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &unknown}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "no version decodes as version 0",
@@ -340,44 +354,44 @@ func TestClaimOutcomes(t *testing.T) {
 				delete(item, "version")
 				return item
 			}())),
-			want: storage.ClaimResult{Existing: &noVersion}, wantCalls: []string{"PutItem"},
+			want: storage.ClaimResult{Existing: &noVersion}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "no item returned: one consistent read",
 			put:  put(nil, ccf(nil)), get: get(storedItem(), nil),
-			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem", "GetItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"UpdateItem", "GetItem"},
 		},
 		{
 			name: "no item returned, the read finds our lease",
 			put:  put(nil, ccf(nil)), get: get(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()), nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem"},
 		},
 		{
 			name: "no item returned, deleted before the read: claim again",
 			put:  puts(ccf(nil), nil), get: get(nil, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem"},
 		},
 		{
 			name: "no item returned, the read finds a claimable record: claim again",
 			put:  puts(ccf(nil), nil), get: get(inProgressItem("lease-other", t0.UnixMilli()-1), nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem"},
 		},
 		{
 			name: "refused twice without a record",
 			put:  puts(ccf(nil), ccf(nil)), get: get(nil, nil),
 			wantMsg:   "dynamostore: claim: refused twice, but no live record was found",
-			wantCalls: []string{"PutItem", "GetItem", "PutItem", "GetItem"},
+			wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem", "GetItem"},
 		},
 		{
 			name: "fallback read fails",
 			put:  put(nil, ccf(nil)), get: get(nil, errBoom),
 			wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: read the refusing record: boom",
-			wantCalls: []string{"PutItem", "GetItem"},
+			wantCalls: []string{"UpdateItem", "GetItem"},
 		},
 		{
 			name: "store error",
 			put:  put(nil, errBoom), wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: boom",
-			wantCalls: []string{"PutItem"},
+			wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "corrupt refusing record",
@@ -388,13 +402,13 @@ func TestClaimOutcomes(t *testing.T) {
 			}())),
 			wantErr:   []error{idempotent.ErrCorruptRecord},
 			wantMsg:   `dynamostore: claim: idempotent: corrupt or foreign record: attribute "status" is N, want S`,
-			wantCalls: []string{"PutItem"},
+			wantCalls: []string{"UpdateItem"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fc := &fakeClient{t: t, putItem: tt.put, getItem: tt.get}
+			fc := &fakeClient{t: t, updateItem: tt.put, getItem: tt.get}
 			got, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
 			if tt.wantMsg != "" {
 				require.EqualError(t, err, tt.wantMsg)
@@ -413,7 +427,7 @@ func TestClaimOutcomes(t *testing.T) {
 func TestClaimStoreErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
 	throttled := &types.ProvisionedThroughputExceededException{Message: ptr("slow down")}
-	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+	fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 		return nil, throttled
 	}}
 	_, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
@@ -472,7 +486,7 @@ func TestDecodeErrors(t *testing.T) {
 			t.Parallel()
 			item := storedItem()
 			tt.change(item)
-			fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+			fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 				return nil, ccf(item)
 			}}
 			var res storage.ClaimResult
@@ -493,7 +507,7 @@ func TestDecodeComposite(t *testing.T) {
 	item["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
 	item["sk"] = item["id"]
 	delete(item, "id")
-	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return nil, ccf(item) }}
+	fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, ccf(item) }}
 	res, err := dynamostore.New(fc, testTable, composed).Claim(t.Context(), newRecord(), t0)
 	require.NoError(t, err)
 	require.NotNil(t, res.Existing)
@@ -530,17 +544,17 @@ func TestCompleteRequest(t *testing.T) {
 		{
 			name: "default layout", data: []byte("p{}"),
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
 		},
 		{
 			name: "composite key", data: []byte("p{}"), opts: []func(*dynamostore.Options){composed},
 			wantKey:    map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
 		},
 		{
 			name:       "no data",
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, data SET status = S(COMPLETED), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps, data SET status = S(COMPLETED), expiration = N(1700007200)",
 		},
 	}
 	for _, tt := range tests {
