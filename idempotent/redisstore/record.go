@@ -232,6 +232,12 @@ func decodeSteps(v string) ([]storage.Step, error) {
 			return nil, fmt.Errorf("step %d (%q) data: %w", len(steps)+1, name, err)
 		}
 		off = n
+		if repeatOf(steps, name, data) {
+			// A retried AppendStep whose first answer was lost (go-redis
+			// retries a script on a network error) appends the same step
+			// again: names are unique within a record, so the repeat is it.
+			continue
+		}
 		step := storage.Step{Name: name}
 		if len(data) > 0 {
 			step.Data = []byte(data)
@@ -239,6 +245,16 @@ func decodeSteps(v string) ([]storage.Step, error) {
 		steps = append(steps, step)
 	}
 	return steps, nil
+}
+
+// repeatOf reports whether steps already holds a step named name with data.
+func repeatOf(steps []storage.Step, name, data string) bool {
+	for _, st := range steps {
+		if st.Name == name && string(st.Data) == data {
+			return true
+		}
+	}
+	return false
 }
 
 // cutNetstring reads the netstring of v at off and returns its content and

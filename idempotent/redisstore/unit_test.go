@@ -203,6 +203,13 @@ func TestStepsEncoding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, got)
 
+	// A retried append (its first answer lost) repeats the last step: read once.
+	charge := redisstore.EncodeStep(storage.Step{Name: "charge", Data: []byte(`{"id":1}`)})
+	email := redisstore.EncodeStep(storage.Step{Name: "email", Data: []byte(`true`)})
+	got, err = redisstore.DecodeSteps(charge + charge + email + email)
+	require.NoError(t, err)
+	assert.Equal(t, []storage.Step{{Name: "charge", Data: []byte(`{"id":1}`)}, {Name: "email", Data: []byte(`true`)}}, got)
+
 	for _, tc := range []struct{ v, want string }{
 		{"x", "step 1 name: at byte 0: want a decimal length"},
 		{"1", "step 1 name: at byte 0: want a decimal length"},
