@@ -157,6 +157,8 @@ func seed(t *testing.T, store storage.Store, now time.Time) (done, live, lapsed 
 	require.NoError(t, store.Complete(ctx, done))
 	live = mk("live", 10*time.Minute)
 	lapsed = mk("lapsed", 2*time.Second)
+	// The lapsed owner finished a step before it crashed.
+	require.NoError(t, store.AppendStep(ctx, lapsed.ID, lapsed.Lease, storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}))
 	return done, live, lapsed
 }
 
@@ -226,6 +228,11 @@ func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record,
 	assert.Equal(t, true, v["leaseLapsed"])
 	assert.Equal(t, false, v["expired"])
 	assert.Equal(t, true, v["fingerprintPresent"])
+	assert.Equal(t, []any{map[string]any{"name": "charge", "bytes": float64(13)}}, v["steps"])
+	r = run(t, later, with("inspect", "--id", lapsed.ID, "--show-response")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "steps    1 finished")
+	assert.Contains(t, r.stdout, `1. charge (13 bytes) {"id":"ch_1"}`)
 
 	r = run(t, later.Add(2*time.Hour), with("inspect", "--id", done.ID)...)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -36,6 +36,10 @@ type view struct {
 	Version            int  `json:"version"`
 	Foreign            bool `json:"foreign"`
 
+	// Steps are the finished steps of an INPROGRESS record (idempotent.Step):
+	// the next run for its payload resumes after them.
+	Steps []stepView `json:"steps,omitempty"`
+
 	ResponseBytes  int       `json:"responseBytes"`
 	ResponseStored bool      `json:"responseStored"`
 	Compressed     bool      `json:"compressed,omitempty"`
@@ -44,6 +48,14 @@ type view struct {
 	// Corrupt holds why the record cannot be read, and Raw its stored form.
 	Corrupt string            `json:"corrupt,omitempty"`
 	Raw     map[string]string `json:"raw,omitempty"`
+}
+
+// stepView is one finished step: its name, and its recorded result's size
+// (and the result itself with --show-response).
+type stepView struct {
+	Name   string `json:"name"`
+	Bytes  int    `json:"bytes"`
+	Result string `json:"result,omitempty"`
 }
 
 // response is a decoded stored response: an HTTP front door's (status,
@@ -78,6 +90,13 @@ func (c *Command) newView(r records, rec storage.Record, withResponse bool) view
 		ExpiresAt: rec.ExpiresAt.UTC().Format(time.RFC3339), Expired: rec.Expired(now),
 		Lease: rec.Lease, FingerprintPresent: rec.Fingerprint != "", Version: rec.Version,
 		Foreign: rec.Version != storage.RecordVersion, ResponseBytes: len(rec.Data),
+	}
+	for _, st := range rec.Steps {
+		sv := stepView{Name: st.Name, Bytes: len(st.Data)}
+		if withResponse {
+			sv.Result = string(st.Data)
+		}
+		v.Steps = append(v.Steps, sv)
 	}
 	if !rec.LeaseExpiresAt.IsZero() {
 		v.LeaseExpiresAt = rec.LeaseExpiresAt.UTC().Format(time.RFC3339Nano)
@@ -165,6 +184,16 @@ func (v *view) print(w io.Writer, now time.Time) {
 		}
 	}
 	fmt.Fprintf(w, "payload  fingerprint %s\n", map[bool]string{true: "present (a retry must repeat the payload)", false: "absent"}[v.FingerprintPresent])
+	if len(v.Steps) > 0 {
+		fmt.Fprintf(w, "steps    %d finished (the next run for this payload resumes after them):\n", len(v.Steps))
+		for i, st := range v.Steps {
+			fmt.Fprintf(w, "         %d. %s (%d bytes)", i+1, st.Name, st.Bytes)
+			if st.Result != "" {
+				fmt.Fprintf(w, " %s", st.Result)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	if v.Foreign {
 		fmt.Fprintf(w, "version  %d: FOREIGN (this library writes %d): never replayed, answered as a corrupt record\n", v.Version, storage.RecordVersion)
 	} else {
