@@ -138,7 +138,10 @@ func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// ReadFrom wants bytes.MinRead bytes of room before each read, the
+		// one that finds the end included: without them a buffer of the
+		// body's size would be grown (a copy) just to see io.EOF.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
 	var tooLarge *http.MaxBytesError

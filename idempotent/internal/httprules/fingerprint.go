@@ -64,17 +64,9 @@ func Fingerprint(r *Request) ([]byte, error) {
 			kind = "bad-base64"
 		}
 	}
-	if len(body) > 0 && IsJSON(r.ContentType) {
-		canon, err := canonjson.Canonicalize(body)
-		switch {
-		case errors.Is(err, canonjson.ErrDuplicateKey):
-			return nil, &BodyError{"the JSON request body holds an object with a duplicate key"}
-		case errors.Is(err, canonjson.ErrTooDeep):
-			return nil, &BodyError{"the JSON request body is nested too deeply"}
-		case err != nil:
-			return nil, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
-		}
-		kind, body = "json", canon
+	isJSON := len(body) > 0 && IsJSON(r.ContentType)
+	if isJSON {
+		kind = "json"
 	}
 	const tag = "idemkit/apigateway/fingerprint/v1" // a stored format: see above
 	fp := make([]byte, 0, len(tag)+len(r.Method)+len(r.Path)+len(r.Query)+len(kind)+len(body)+5*binary.MaxVarintLen64)
@@ -83,14 +75,36 @@ func Fingerprint(r *Request) ([]byte, error) {
 		fp = binary.AppendUvarint(fp, uint64(len(part)))
 		fp = append(fp, part...)
 	}
-	fp = binary.AppendUvarint(fp, uint64(len(body)))
-	return append(fp, body...), nil
+	if !isJSON {
+		fp = binary.AppendUvarint(fp, uint64(len(body)))
+		return append(fp, body...), nil
+	}
+	// The canonical body's length comes before it and is known only after
+	// it is written: write it past room for the longest length, then move
+	// it back next to its length (one buffer, no copy of the body aside).
+	at := len(fp)
+	fp, err := canonjson.Append(fp[:at+binary.MaxVarintLen64], body)
+	switch {
+	case errors.Is(err, canonjson.ErrDuplicateKey):
+		return nil, &BodyError{"the JSON request body holds an object with a duplicate key"}
+	case errors.Is(err, canonjson.ErrTooDeep):
+		return nil, &BodyError{"the JSON request body is nested too deeply"}
+	case err != nil:
+		return nil, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
+	}
+	canon := len(fp) - at - binary.MaxVarintLen64
+	n := binary.PutUvarint(fp[at:], uint64(canon))
+	copy(fp[at+n:], fp[at+binary.MaxVarintLen64:])
+	return fp[:at+n+canon], nil
 }
 
 // IsJSON reports whether a Content-Type names JSON: application/json or any
 // structured +json type (application/problem+json, application/vnd.api+json,
 // application/merge-patch+json, ...), whatever its parameters.
 func IsJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true // the usual case, without parsing (ParseMediaType allocates)
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		mt, _, _ = strings.Cut(contentType, ";")

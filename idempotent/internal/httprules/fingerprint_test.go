@@ -1,9 +1,14 @@
 package httprules
 
 import (
+	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/internal/canonjson"
 )
 
 func TestIsJSON(t *testing.T) {
@@ -24,5 +29,26 @@ func TestIsJSON(t *testing.T) {
 		"text/x+json":                       false,
 	} {
 		assert.Equal(t, want, IsJSON(ct), ct)
+	}
+}
+
+// TestFingerprintJSON checks that a JSON body's fingerprint, its canonical
+// form written in place, is the format's: tag, then method, path, query,
+// kind and body, each after its length as a uvarint. The lengths cross the
+// uvarint's byte boundaries.
+func TestFingerprintJSON(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 100, 117, 118, 119, 127, 128, 300, 16370, 16371, 16372, 16373, 16500, 70000} {
+		body := `{"b":[` + strings.Repeat(`1,`, n/2) + `0], "a" : "` + strings.Repeat("<", n%7) + `"}`
+		canon, err := canonjson.Canonicalize([]byte(body))
+		require.NoError(t, err)
+		want := []byte("idemkit/apigateway/fingerprint/v1")
+		for _, part := range []string{"POST", "/payments", "a=1", "json", string(canon)} {
+			want = binary.AppendUvarint(want, uint64(len(part)))
+			want = append(want, part...)
+		}
+		got, err := Fingerprint(&Request{Method: "POST", Path: "/payments", Query: "a=1", ContentType: "application/json; charset=utf-8", Body: []byte(body)})
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "canonical body of %d bytes", len(canon))
 	}
 }
