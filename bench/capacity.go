@@ -126,7 +126,7 @@ func returnConsumedCapacity(log *capacityLog) func(*middleware.Stack) error {
 					cc = o.ConsumedCapacity
 				}
 				var ccf *types.ConditionalCheckFailedException
-				log.record(awsmiddleware.GetOperationName(ctx), cc, errors.As(err, &ccf))
+				log.record(operationLabel(ctx, in.Parameters), cc, errors.As(err, &ccf))
 				return out, md, err
 			}), middleware.After)
 	}
@@ -388,10 +388,26 @@ type capacityRun struct {
 	Stored        storedItems
 }
 
-// claimUnits is what one successful claim (a PutItem of a new key) reported.
+// claimOp labels dynamostore's claim, an UpdateItem that asks for the old
+// item (ReturnValues=ALL_OLD), apart from its other UpdateItems (completion,
+// steps); Powertools claims with a PutItem.
+const claimOp = "UpdateItem(claim)"
+
+// operationLabel is the operation's name, with dynamostore's claim told apart.
+func operationLabel(ctx context.Context, params any) string {
+	if u, ok := params.(*dynamodb.UpdateItemInput); ok && u.ReturnValues == types.ReturnValueAllOld {
+		return claimOp
+	}
+	return awsmiddleware.GetOperationName(ctx)
+}
+
+// claimUnits is what one successful claim of a new key reported: a PutItem
+// (Powertools) or dynamostore's claiming UpdateItem.
 func (r capacityRun) claimUnits() float64 {
-	if c := r.New.Capacity["PutItem"]; c != nil && c.Reported > 0 {
-		return c.Max
+	for _, op := range []string{"PutItem", claimOp} {
+		if c := r.New.Capacity[op]; c != nil && c.Reported > 0 {
+			return c.Max
+		}
 	}
 	return 0
 }

@@ -29,8 +29,13 @@ type bare struct {
 }
 
 var (
-	bareClaimCond   = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :inprogress AND #in_progress_expiration < :now_ms)"
-	bareClaimNames  = map[string]string{"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiration": "in_progress_expiration"}
+	bareClaimCond  = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :inprogress AND #in_progress_expiration < :now_ms)"
+	bareClaimNames = map[string]string{"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiration": "in_progress_expiration",
+		"#lease": "lease", "#version": "version", "#data": "data"}
+	// bareClaimUpdate writes the claim's attributes as dynamostore's claim
+	// does: an UpdateItem, which leaves a record's other attributes (its
+	// steps) in place.
+	bareClaimUpdate = "SET #status = :inprogress, #expiration = :exp, #in_progress_expiration = :lease_end, #lease = :lease, #version = :version REMOVE #data"
 	bareUpdate      = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration"
 	bareUpdateCond  = "#lease = :lease"
 	bareUpdateNames = map[string]string{"#status": "status", "#data": "data", "#expiration": "expiration", "#in_progress_expiration": "in_progress_expiration", "#lease": "lease"}
@@ -41,21 +46,24 @@ func attrN(v int64) *types.AttributeValueMemberN {
 }
 func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
 
-// claim is the conditional PutItem of a claim; it returns the refusing item
-// (ReturnValuesOnConditionCheckFailure=ALL_OLD) when the key is taken.
+// claim is the conditional UpdateItem of a claim (ALL_OLD on success, as
+// the store asks for to see a takeover and its steps); it returns the
+// refusing item (ReturnValuesOnConditionCheckFailure=ALL_OLD) when the key is
+// taken.
 func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.AttributeValue, error) {
 	now := time.Now()
-	_, err := b.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: &b.table,
-		Item: map[string]types.AttributeValue{
-			"id": attrS(id), "status": attrS("INPROGRESS"), "expiration": attrN(now.Add(time.Hour).Unix()),
-			"in_progress_expiration": attrN(now.Add(32 * time.Second).UnixMilli()), "lease": attrS(lease), "version": attrN(1),
-		},
+	_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &b.table,
+		Key:                      map[string]types.AttributeValue{"id": attrS(id)},
+		UpdateExpression:         &bareClaimUpdate,
 		ConditionExpression:      &bareClaimCond,
 		ExpressionAttributeNames: bareClaimNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": attrN(now.Unix()), ":now_ms": attrN(now.UnixMilli()), ":inprogress": attrS("INPROGRESS"),
+			":exp": attrN(now.Add(time.Hour).Unix()), ":lease_end": attrN(now.Add(32 * time.Second).UnixMilli()),
+			":lease": attrS(lease), ":version": attrN(1),
 		},
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException

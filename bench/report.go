@@ -344,8 +344,8 @@ func (r *report) writeFloor(p func(string, ...any)) {
 		return
 	}
 	p("The wrapper (`idempotent.Wrap` over `dynamostore`) against the calls it cannot avoid, made by hand with the SDK "+
-		"(bench/floor.go): for a new key a conditional PutItem (the same condition and item) and an UpdateItem (the same "+
-		"update and lease condition); for a replay one conditional PutItem that fails with "+
+		"(bench/floor.go): for a new key a conditional UpdateItem claim (the same condition and attributes, `ALL_OLD`) and an "+
+		"UpdateItem (the same update and lease condition); for a replay one conditional claim that fails with "+
 		"`ReturnValuesOnConditionCheckFailure=ALL_OLD`, without even decoding the returned response. Same client, same "+
 		"table, same 1 KB event and handler, one invocation at a time, wrapped and bare interleaved (A/B, B/A, …) "+
 		"after %d unmeasured of each. Latency is per invocation, client side.\n\n", r.cfg.FloorWarmup)
@@ -813,7 +813,8 @@ func (r *report) writeCapacity(p func(string, ...any)) {
 		"replayed, %d in flight; the same 1 KB event; two responses, the same in both implementations: §3's small one "+
 		"and one with a `receipt` field that brings it to about 1 KB (JSON: %s). No payload validation, no local cache.\n\n",
 		c.CapacityWarmup, c.CapacityN, c.CapacityN, c.CapacityC, strings.Join(sizes, " and "))
-	p("**Replays are derived, not reported.** A replay is one conditional PutItem that fails (both libraries read the " +
+	p("**Replays are derived, not reported.** A replay is one conditional write that fails (idemkit's claiming " +
+		"UpdateItem, Powertools' PutItem; both libraries read the " +
 		"stored record from `ReturnValuesOnConditionCheckFailure=ALL_OLD`, no GetItem). DynamoDB bills a failed " +
 		"conditional write, but its ConditionalCheckFailedException carries no ConsumedCapacity (the API's error shape " +
 		"has none; DynamoDB Local returns none either). DynamoDB's Developer Guide (\"DynamoDB read and write " +
@@ -995,7 +996,7 @@ func (r *report) writeHTTP(p func(string, ...any)) {
 	}
 	p("**Over HTTP, on DynamoDB Local.** A `net/http` server on a loopback port serves POST /wrapped (the handler behind " +
 		"`nethttp.Middleware` over `dynamostore`) and POST /bare (the same handler with §2's hand-made calls: a " +
-		"conditional PutItem claim with `ALL_OLD` on failure and, for a new key, an UpdateItem storing the response; a " +
+		"conditional UpdateItem claim with `ALL_OLD` and, for a new key, an UpdateItem storing the response; a " +
 		"replay answered with the stored bytes, undecoded). A real `http.Client` with keep-alive sends the 1 KB JSON " +
 		"payment, one request at a time, wrapped and bare interleaved (A/B, B/A, …) after unmeasured warm-up requests of " +
 		"each, as in §2; latency is per request, client side, so both sides carry the same HTTP round trip and the same " +
