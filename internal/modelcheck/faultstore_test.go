@@ -221,59 +221,32 @@ func (s *faultStore) Claim(ctx context.Context, rec storage.Record, now time.Tim
 }
 
 func (s *faultStore) Complete(ctx context.Context, rec storage.Record) error {
-	o := observation{op: opComplete, inv: invOf(ctx), lease: rec.Lease, rec: rec}
-	s.begin(&o)
-	defer func() { s.log(o) }()
-	switch {
-	case o.dropped:
-		return errCrashed
-	case o.fault == faultBefore:
-		return errInjected
-	}
-	o.called = true
-	o.err = s.inner.Complete(ctx, rec)
-	if o.fault == faultAfter {
-		return errInjected
-	}
-	return o.err
+	return s.write(observation{op: opComplete, inv: invOf(ctx), lease: rec.Lease, rec: rec},
+		func() error { return s.inner.Complete(ctx, rec) })
 }
 
 func (s *faultStore) Release(ctx context.Context, id, lease string) error {
-	o := observation{op: opRelease, inv: invOf(ctx), lease: lease}
-	s.begin(&o)
-	defer func() { s.log(o) }()
-	switch {
-	case o.dropped:
-		return errCrashed
-	case o.fault == faultBefore:
-		return errInjected
-	}
-	o.called = true
-	o.err = s.inner.Release(ctx, id, lease)
-	if o.fault == faultAfter {
-		return errInjected
-	}
-	return o.err
+	return s.write(observation{op: opRelease, inv: invOf(ctx), lease: lease},
+		func() error { return s.inner.Release(ctx, id, lease) })
 }
 
-// AppendStep is logged but never faulted: a crash inside a step (between
-// its side effect and its record) is the one case steps do not cover, and
-// the model does not draw it. A crashed owner's steps are dropped like its
-// other writes.
+// AppendStep is logged but never faulted (the model plans no fault for it):
+// a crash inside a step (between its side effect and its record) is the one
+// case steps do not cover, and the model does not draw it. A crashed
+// owner's steps are dropped like its other writes.
 func (s *faultStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
-	o := observation{op: opAppendStep, inv: invOf(ctx), lease: lease}
-	s.begin(&o)
-	defer func() { s.log(o) }()
-	if o.dropped {
-		return errCrashed
-	}
-	o.called = true
-	o.err = s.inner.AppendStep(ctx, id, lease, step)
-	return o.err
+	return s.write(observation{op: opAppendStep, inv: invOf(ctx), lease: lease},
+		func() error { return s.inner.AppendStep(ctx, id, lease, step) })
 }
 
 func (s *faultStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
-	o := observation{op: opSuspend, inv: invOf(ctx), lease: lease, now: leaseEnd}
+	return s.write(observation{op: opSuspend, inv: invOf(ctx), lease: lease, now: leaseEnd},
+		func() error { return s.inner.Suspend(ctx, id, lease, leaseEnd) })
+}
+
+// write makes a fenced write of an owner: dropped if the owner crashed,
+// faulted as planned, logged either way.
+func (s *faultStore) write(o observation, call func() error) error {
 	s.begin(&o)
 	defer func() { s.log(o) }()
 	switch {
@@ -283,7 +256,7 @@ func (s *faultStore) Suspend(ctx context.Context, id, lease string, leaseEnd tim
 		return errInjected
 	}
 	o.called = true
-	o.err = s.inner.Suspend(ctx, id, lease, leaseEnd)
+	o.err = call()
 	if o.fault == faultAfter {
 		return errInjected
 	}

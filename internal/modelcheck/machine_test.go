@@ -913,18 +913,24 @@ func (m *machine) applyComplete(t *rapid.T, inv *invocation, o observation) {
 }
 
 func (m *machine) applyRelease(t *rapid.T, inv *invocation, o observation) {
+	m.applyGiveBack(t, inv, o, func(*record) { m.recs[inv.key] = nil })
+}
+
+// applyGiveBack checks a release or a suspend, fenced by its lease, and
+// applies landed to the owner's record when it landed.
+func (m *machine) applyGiveBack(t *rapid.T, inv *invocation, o observation, landed func(*record)) {
 	r := m.recs[inv.key]
-	landed := o.err == nil
+	ok := o.err == nil
 	switch {
-	case r == nil && !landed:
-		t.Fatalf("%v: a release must succeed when key-%d has no record", o, inv.key)
+	case r == nil && !ok:
+		t.Fatalf("%v: it must succeed when key-%d has no record", o, inv.key)
 	case r == nil:
-	case r.lease != o.lease && landed:
+	case r.lease != o.lease && ok:
 		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
-	case r.lease == o.lease && !landed:
+	case r.lease == o.lease && !ok:
 		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
-	case landed:
-		m.recs[inv.key] = nil
+	case ok:
+		landed(r)
 	}
 }
 
@@ -947,24 +953,14 @@ func (m *machine) applyAppendStep(t *rapid.T, inv *invocation, o observation) {
 // and ends its lease a millisecond before now, so the next claim for its
 // payload takes it over at once and resumes.
 func (m *machine) applySuspend(t *rapid.T, inv *invocation, o observation) {
-	r := m.recs[inv.key]
-	landed := o.err == nil
-	switch {
-	case r == nil && !landed:
-		t.Fatalf("%v: a suspend must succeed when key-%d has no record", o, inv.key)
-	case r == nil:
-	case r.lease != o.lease && landed:
-		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
-	case r.lease == o.lease && !landed:
-		t.Fatalf("invariant 5 violated: %v, though key-%d's record is still its own %s", o, inv.key, m.describe(r))
-	case landed:
+	m.applyGiveBack(t, inv, o, func(r *record) {
 		if want := satAdd(m.now(), -int64(time.Millisecond)); o.now.UnixNano() != want {
 			t.Fatalf("%v: lease end %s, want a millisecond before now (%s)", o, m.at(o.now.UnixNano()), m.at(want))
 		}
 		ms := floorDiv(o.now.UnixNano(), 1e6)
 		r.span = &span{lo: ms, hi: ms}
 		m.stats.suspended.Add(1)
-	}
+	})
 }
 
 // checkStep checks the step a handler took on entry (invariant 7): its
