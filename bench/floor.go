@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // bare is the floor: the DynamoDB calls an idempotent invocation cannot
@@ -29,13 +30,6 @@ type bare struct {
 }
 
 var (
-	bareClaimCond  = "attribute_not_exists(#id) OR #expiration < :now OR (#status = :inprogress AND #in_progress_expiration < :now_ms)"
-	bareClaimNames = map[string]string{"#id": "id", "#expiration": "expiration", "#status": "status", "#in_progress_expiration": "in_progress_expiration",
-		"#lease": "lease", "#version": "version", "#data": "data"}
-	// bareClaimUpdate writes the claim's attributes as dynamostore's claim
-	// does: an UpdateItem, which leaves a record's other attributes (its
-	// steps) in place.
-	bareClaimUpdate = "SET #status = :inprogress, #expiration = :exp, #in_progress_expiration = :lease_end, #lease = :lease, #version = :version REMOVE #data"
 	bareUpdate      = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration"
 	bareUpdateCond  = "#lease = :lease"
 	bareUpdateNames = map[string]string{"#status": "status", "#data": "data", "#expiration": "expiration", "#in_progress_expiration": "in_progress_expiration", "#lease": "lease"}
@@ -46,31 +40,97 @@ func attrN(v int64) *types.AttributeValueMemberN {
 }
 func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
 
-// claim is the conditional UpdateItem of a claim (ALL_OLD on success, as
-// the store asks for to see a takeover and its steps); it returns the
-// refusing item (ReturnValuesOnConditionCheckFailure=ALL_OLD) when the key is
-// taken.
+// claim sends the claim dynamostore sends (storeClaim: the same update and
+// condition expressions, names and value shapes), for id, lease and now; it
+// returns the refusing item (ReturnValuesOnConditionCheckFailure=ALL_OLD)
+// when the key is taken.
 func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.AttributeValue, error) {
 	now := time.Now()
-	_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                &b.table,
-		Key:                      map[string]types.AttributeValue{"id": attrS(id)},
-		UpdateExpression:         &bareClaimUpdate,
-		ConditionExpression:      &bareClaimCond,
-		ExpressionAttributeNames: bareClaimNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": attrN(now.Unix()), ":now_ms": attrN(now.UnixMilli()), ":inprogress": attrS("INPROGRESS"),
-			":exp": attrN(now.Add(time.Hour).Unix()), ":lease_end": attrN(now.Add(32 * time.Second).UnixMilli()),
-			":lease": attrS(lease), ":version": attrN(1),
-		},
-		ReturnValues:                        types.ReturnValueAllOld,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in := *storeClaim
+	in.TableName = &b.table
+	in.Key = map[string]types.AttributeValue{"id": attrS(id)}
+	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(storeClaim.ExpressionAttributeValues))
+	for k, v := range storeClaim.ExpressionAttributeValues {
+		in.ExpressionAttributeValues[k] = v
+		switch n := v.(type) {
+		case *types.AttributeValueMemberN:
+			switch n.Value {
+			case sentinelNow:
+				in.ExpressionAttributeValues[k] = attrN(now.Unix())
+			case sentinelNowMs:
+				in.ExpressionAttributeValues[k] = attrN(now.UnixMilli())
+			case sentinelExpiry:
+				in.ExpressionAttributeValues[k] = attrN(now.Add(time.Hour).Unix())
+			case sentinelLeaseEnd:
+				in.ExpressionAttributeValues[k] = attrN(now.Add(32 * time.Second).UnixMilli())
+			}
+		case *types.AttributeValueMemberS:
+			if n.Value == sentinelLease {
+				in.ExpressionAttributeValues[k] = attrS(lease)
+			}
+		}
+	}
+	_, err := b.client.UpdateItem(ctx, &in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return ccf.Item, nil
 	}
 	return nil, err
+}
+
+// The values of the claim storeClaim captures, recognised and replaced in
+// each bare claim.
+const (
+	sentinelNow      = "1000000001"
+	sentinelNowMs    = "1000000001000"
+	sentinelExpiry   = "1000003601"
+	sentinelLeaseEnd = "1000000033000"
+	sentinelLease    = "bench-sentinel-lease"
+)
+
+// storeClaim is the UpdateItem dynamostore sends to claim a new key without
+// a payload fingerprint, captured once from a store over a client that
+// answers nothing, so the floor's claim is the store's to the byte: a
+// cheaper hand-made one would put the cost of the store's own condition on
+// the wrapper's side.
+var storeClaim = captureClaim()
+
+func captureClaim() *dynamodb.UpdateItemInput {
+	c := &claimCapture{}
+	now := time.Unix(1_000_000_001, 0)
+	_, _ = dynamostore.New(c, "capture").Claim(context.Background(), storage.Record{
+		ID: "capture#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+		LeaseExpiresAt: now.Add(32 * time.Second), Lease: sentinelLease, Version: storage.RecordVersion,
+	}, now)
+	if c.in == nil {
+		panic("idembench: dynamostore's claim made no UpdateItem")
+	}
+	return c.in
+}
+
+// claimCapture is a dynamostore.Client that keeps the first UpdateItem and
+// fails every call.
+type claimCapture struct{ in *dynamodb.UpdateItemInput }
+
+var errCaptured = errors.New("idembench: captured, not sent")
+
+func (c *claimCapture) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.in == nil {
+		c.in = in
+	}
+	return nil, errCaptured
+}
+
+func (c *claimCapture) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errCaptured
+}
+
+func (c *claimCapture) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errCaptured
+}
+
+func (c *claimCapture) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errCaptured
 }
 
 // newKey is a first invocation: claim, run the handler, store its JSON.

@@ -344,8 +344,9 @@ func (r *report) writeFloor(p func(string, ...any)) {
 		return
 	}
 	p("The wrapper (`idempotent.Wrap` over `dynamostore`) against the calls it cannot avoid, made by hand with the SDK "+
-		"(bench/floor.go): for a new key a conditional UpdateItem claim (the same condition and attributes, `ALL_OLD`) and an "+
-		"UpdateItem (the same update and lease condition); for a replay one conditional claim that fails with "+
+		"(bench/floor.go): for a new key dynamostore's own claim (its UpdateItem, captured once from the store and replayed with "+
+		"this call's id, lease and times: the same expressions, names and values) and an UpdateItem (the same update "+
+		"and lease condition); for a replay that claim failing with "+
 		"`ReturnValuesOnConditionCheckFailure=ALL_OLD`, without even decoding the returned response. Same client, same "+
 		"table, same 1 KB event and handler, one invocation at a time, wrapped and bare interleaved (A/B, B/A, …) "+
 		"after %d unmeasured of each. Latency is per invocation, client side.\n\n", r.cfg.FloorWarmup)
