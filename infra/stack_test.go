@@ -602,7 +602,7 @@ func TestOutputs(t *testing.T) {
 	common := []string{
 		"PaymentsFunctionName", "OrdersFunctionName", "QueueUrl", "DeadLetterQueueUrl",
 		"IdempotencyTableName", "PaymentsTableName", "InventoryTableName",
-		"PaymentsFunctionUrl", "PaymentsUrlFunctionName",
+		"PaymentsFunctionUrl", "PaymentsUrlFunctionName", "AlarmTopicArn",
 	}
 	tests := []struct {
 		v    variant
