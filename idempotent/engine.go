@@ -151,9 +151,11 @@ func (e *Engine) logger() *slog.Logger {
 // error (see the package's error table).
 //
 // work gets a context that ends before the lease does, and carries the
-// Invocation (FromContext, DownstreamKey). Its error releases the record, so
-// a retry runs again, and is returned by Do unchanged with Result.Ran set
-// (but see NotStored). A panic in work releases the record and is re-raised.
+// Invocation (FromContext, DownstreamKey) and the record's steps (Step). Its
+// error releases the record, so a retry runs again (or, when the record holds
+// finished steps, suspends it, so the retry resumes after them), and is
+// returned by Do unchanged with Result.Ran set (but see NotStored). A panic in
+// work gives the record back the same way and is re-raised.
 func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
 	return e.do(ctx, &call, funcs{work: work, acceptFn: call.Accept})
 }
