@@ -45,12 +45,18 @@ func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValue
 // returns the refusing item (ReturnValuesOnConditionCheckFailure=ALL_OLD)
 // when the key is taken.
 func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.AttributeValue, error) {
+	return b.claimAs(ctx, storeClaim, id, lease, "")
+}
+
+// claimAs sends the captured claim tmpl for id, lease and now, with the
+// payload fingerprint fp in place of sentinelFingerprint (storeClaimFP).
+func (b *bare) claimAs(ctx context.Context, tmpl *dynamodb.UpdateItemInput, id, lease, fp string) (map[string]types.AttributeValue, error) {
 	now := time.Now()
-	in := *storeClaim
+	in := *tmpl
 	in.TableName = &b.table
 	in.Key = map[string]types.AttributeValue{"id": attrS(id)}
-	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(storeClaim.ExpressionAttributeValues))
-	for k, v := range storeClaim.ExpressionAttributeValues {
+	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(tmpl.ExpressionAttributeValues))
+	for k, v := range tmpl.ExpressionAttributeValues {
 		in.ExpressionAttributeValues[k] = v
 		switch n := v.(type) {
 		case *types.AttributeValueMemberN:
@@ -65,8 +71,11 @@ func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.At
 				in.ExpressionAttributeValues[k] = attrN(now.Add(32 * time.Second).UnixMilli())
 			}
 		case *types.AttributeValueMemberS:
-			if n.Value == sentinelLease {
+			switch n.Value {
+			case sentinelLease:
 				in.ExpressionAttributeValues[k] = attrS(lease)
+			case sentinelFingerprint:
+				in.ExpressionAttributeValues[k] = attrS(fp)
 			}
 		}
 	}
@@ -86,6 +95,8 @@ const (
 	sentinelExpiry   = "1000003601"
 	sentinelLeaseEnd = "1000000033000"
 	sentinelLease    = "bench-sentinel-lease"
+	// A SHA-256 in hex, as the engine writes a fingerprint, all 'f'.
+	sentinelFingerprint = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
 )
 
 // storeClaim is the UpdateItem dynamostore sends to claim a new key without
@@ -93,14 +104,20 @@ const (
 // answers nothing, so the floor's claim is the store's to the byte: a
 // cheaper hand-made one would put the cost of the store's own condition on
 // the wrapper's side.
-var storeClaim = captureClaim()
+var storeClaim = captureClaim("")
 
-func captureClaim() *dynamodb.UpdateItemInput {
+// storeClaimFP is the claim of a call with a payload fingerprint, as every
+// request through the net/http middleware has (§9's floor): its condition
+// also checks the stored fingerprint, and its item holds one.
+var storeClaimFP = captureClaim(sentinelFingerprint)
+
+func captureClaim(fingerprint string) *dynamodb.UpdateItemInput {
 	c := &claimCapture{}
 	now := time.Unix(1_000_000_001, 0)
 	_, _ = dynamostore.New(c, "capture").Claim(context.Background(), storage.Record{
 		ID: "capture#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(32 * time.Second), Lease: sentinelLease, Version: storage.RecordVersion,
+		Fingerprint: fingerprint,
 	}, now)
 	if c.in == nil {
 		panic("idembench: dynamostore's claim made no UpdateItem")

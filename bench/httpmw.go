@@ -215,7 +215,10 @@ func (hb *httpBench) bare(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256([]byte(r.Header.Get(nethttp.HeaderIdempotencyKey)))
 	id, lease := "barehttp#"+hex.EncodeToString(sum[:]), randomHex(16)
-	old, err := hb.floor.claim(ctx, id, lease)
+	// The payload check every keyed request needs (422 for another body):
+	// the body's hash, as given, in the store's claim with a fingerprint.
+	fp := sha256.Sum256(body)
+	old, err := hb.floor.claimAs(ctx, storeClaimFP, id, lease, hex.EncodeToString(fp[:]))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type config struct {
 	BenchCount                              int
 	Benchtime                               string
 	Only                                    string
+	CPUProfile                              string
 }
 
 // runs reports whether section (1 to 9) is to run.
@@ -84,6 +86,7 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.BenchCount, "bench-count", 8, "passes of the in-process benchmarks (each -test.count 1)")
 	fs.StringVar(&c.Benchtime, "benchtime", "250ms", "go test -benchtime of the in-process benchmarks")
 	fs.StringVar(&c.Only, "only", "", "run only these sections, e.g. 1,5 (default: all)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write this process's CPU profile to this file (to see where a section's time goes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,6 +112,16 @@ func benchMain(args []string) error {
 		return err
 	}
 
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	began := time.Now()

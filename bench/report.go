@@ -996,8 +996,10 @@ func (r *report) writeHTTP(p func(string, ...any)) {
 		return
 	}
 	p("**Over HTTP, on DynamoDB Local.** A `net/http` server on a loopback port serves POST /wrapped (the handler behind " +
-		"`nethttp.Middleware` over `dynamostore`) and POST /bare (the same handler with §2's hand-made calls: a " +
-		"conditional UpdateItem claim with `ALL_OLD` and, for a new key, an UpdateItem storing the response; a " +
+		"`nethttp.Middleware` over `dynamostore`) and POST /bare (the same handler with §2's hand-made calls: " +
+		"dynamostore's own claim captured as in §2, here the claim of a call with a payload fingerprint, as every keyed " +
+		"request through the middleware has (its condition checks the stored fingerprint: the 422 for another body), " +
+		"with the SHA-256 of the raw body as the fingerprint, and, for a new key, an UpdateItem storing the response; a " +
 		"replay answered with the stored bytes, undecoded). A real `http.Client` with keep-alive sends the 1 KB JSON " +
 		"payment, one request at a time, wrapped and bare interleaved (A/B, B/A, …) after unmeasured warm-up requests of " +
 		"each, as in §2; latency is per request, client side, so both sides carry the same HTTP round trip and the same " +

@@ -37,10 +37,11 @@ type capture struct {
 	passed string // why the response passed through; "" while buffering
 }
 
-func newCapture(w http.ResponseWriter, limit int64) *capture {
+// init readies c to capture a response meant for w.
+func (c *capture) init(w http.ResponseWriter, limit int64) {
 	// The handler sees the headers outer middleware set, as it would without
 	// this one.
-	return &capture{w: w, header: w.Header().Clone(), limit: limit}
+	c.w, c.header, c.limit = w, w.Header().Clone(), limit
 }
 
 func (c *capture) Header() http.Header { return c.header }
@@ -170,6 +171,9 @@ func (c *capture) trailers() {
 // the outer middleware's. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
 	outer := c.w.Header()
+	if len(outer) == 0 && !hasTrailers(c.sent) {
+		return c.sent // all of it: the filter copies what it keeps
+	}
 	out := make(map[string][]string, len(c.sent))
 	for k, v := range c.sent {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
@@ -181,4 +185,14 @@ func (c *capture) storedHeader() map[string][]string {
 		out[k] = v
 	}
 	return out
+}
+
+// hasTrailers reports whether h names a trailer by http.TrailerPrefix.
+func hasTrailers(h http.Header) bool {
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
 }

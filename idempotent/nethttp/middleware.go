@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
@@ -66,6 +68,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	x := &exchange{m: m, next: h.next, w: w, r: r}
 	var call idempotent.Call
+	var fpBuf *[]byte // the fingerprint's buffer, from the pool
 	if !m.Disabled {
 		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
 		if err != nil {
@@ -89,7 +92,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				m.refuse(w, r, call, err)
 				return
 			}
-			fp, err := httprules.Fingerprint(&httprules.Request{
+			fpBuf = fingerprints.Get().(*[]byte)
+			fp, err := httprules.AppendFingerprint((*fpBuf)[:0], &httprules.Request{
 				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type"), Body: x.body,
 			})
@@ -97,12 +101,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				m.refuse(w, r, call, err)
 				return
 			}
+			*fpBuf = fp
 			call.Payload = fp // a []byte, hashed as given
 			call.Accept = x.accept
 			x.keyed = true
 		}
 	}
 	res, err := m.Core.Do(ctx, call, x.work)
+	if fpBuf != nil && cap(*fpBuf) <= maxPooledFingerprint {
+		// Do hashed the fingerprint as it began and kept nothing of it. (A
+		// panic, re-raised by Do, leaves the buffer to the collector.)
+		fingerprints.Put(fpBuf)
+	}
 	switch {
 	case res.Ran && !x.keyed:
 		// Run on the real writer, without idempotency: nothing to add.
@@ -128,6 +138,14 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempot
 	writeProblem(w, p)
 }
 
+// fingerprints pool the buffers request fingerprints are built in: a
+// fingerprint holds the whole (canonical) body, and Do needs it only to hash
+// it. Buffers past maxPooledFingerprint are left to the collector, so one
+// large request does not pin its buffer.
+var fingerprints = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledFingerprint = 64 << 10
+
 // readBody reads the request body once, up to the limit.
 func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
@@ -136,24 +154,40 @@ func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > m.maxBody {
 		return nil, &httprules.TooLargeError{Limit: m.maxBody}
 	}
-	var buf bytes.Buffer
+	// A declared length sizes the buffer exactly, with one byte to spare for
+	// the read that finds the end; it grows only past a wrong declaration.
+	size := int64(bytes.MinRead)
 	if r.ContentLength > 0 {
-		// ReadFrom wants bytes.MinRead bytes of room before each read, the
-		// one that finds the end included: without them a buffer of the
-		// body's size would be grown (a copy) just to see io.EOF.
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		size = r.ContentLength + 1
 	}
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
+	buf := make([]byte, 0, min(size, m.maxBody+1))
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, bytes.MinRead)
+		}
+		// Never read more than one byte past the limit.
+		room := buf[len(buf):min(int64(cap(buf)), m.maxBody+1)]
+		n, err := r.Body.Read(room)
+		buf = buf[:len(buf)+n]
+		switch {
+		case int64(len(buf)) > m.maxBody:
+			return nil, &httprules.TooLargeError{Limit: m.maxBody}
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return nil, m.readError(err)
+		}
+	}
+}
+
+// readError is the refusal of a request whose body failed to read: 413 past
+// an http.MaxBytesReader's limit (an outer middleware's), else 400.
+func (m *middleware) readError(err error) error {
 	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.maxBody)}
-	case err != nil:
-		return nil, &httprules.RequestError{Reason: "the request body could not be read"}
-	case int64(buf.Len()) > m.maxBody:
-		return nil, &httprules.TooLargeError{Limit: m.maxBody}
+	if errors.As(err, &tooLarge) {
+		return &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.maxBody)}
 	}
-	return buf.Bytes(), nil
+	return &httprules.RequestError{Reason: "the request body could not be read"}
 }
 
 // exchange is one request on its way through the core: the work and accept
@@ -166,7 +200,8 @@ type exchange struct {
 	keyed bool   // the call has a key: the core keeps a record of it
 	body  []byte // the request body, read once (keyed requests)
 
-	c        *capture            // the handler's writer, once it ran
+	c        capture             // the handler's writer (keyed requests)
+	reqBody  requestBody         // the handler's request body (keyed requests)
 	err      error               // the handler's panic
 	stored   *httprules.Response // the stored response accept decoded, on a replay
 	replBody []byte              // its body, decoded
@@ -182,10 +217,11 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		x.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
 		return nil, nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(x.body))
-	x.c = newCapture(x.w, x.m.maxBody)
+	x.reqBody.Reset(x.body)
+	r.Body = &x.reqBody
+	x.c.init(x.w, x.m.maxBody)
 	x.run(r)
-	c := x.c
+	c := &x.c
 	switch {
 	case x.err != nil:
 		return nil, x.err
@@ -212,6 +248,12 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	return httprules.Encode(&stored)
 }
 
+// requestBody gives the handler the body read before it ran.
+type requestBody struct{ bytes.Reader }
+
+// Close does nothing, as io.NopCloser's.
+func (*requestBody) Close() error { return nil }
+
 // replayable reports whether every header name and value is valid UTF-8, so
 // that the stored form gives them back unchanged.
 func replayable(h map[string][]string) bool {
@@ -236,7 +278,7 @@ func (x *exchange) run(r *http.Request) {
 		}
 		x.c.settle()
 	}()
-	x.next.ServeHTTP(x.c, r)
+	x.next.ServeHTTP(&x.c, r)
 }
 
 // answerRun answers a keyed request that ran the handler, once the record
@@ -245,8 +287,8 @@ func (x *exchange) run(r *http.Request) {
 // through, or a panic with http.ErrAbortHandler, aborts the response as net/http
 // does: the client must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
-	var pe *httprules.PanicError
-	if !errors.As(x.err, &pe) {
+	pe, _ := x.err.(*httprules.PanicError) // run's, unwrapped
+	if pe == nil {
 		x.c.deliver()
 		return
 	}

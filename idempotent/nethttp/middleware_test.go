@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -544,3 +545,62 @@ func TestPanics(t *testing.T) {
 		nethttp.Middleware(store, nethttp.WithIdempotentOptions(idempotent.WithKey(func(string) (string, error) { return "", nil })))
 	})
 }
+
+// TestRequestBodyRead: the body is read whole, whatever the request declares
+// (net/http's server holds requests to their Content-Length; a request built
+// by hand or by another adapter need not), and refused past the limit.
+func TestRequestBodyRead(t *testing.T) {
+	t.Parallel()
+	const limit = 2000
+	errRead := errors.New("connection reset")
+	for _, tt := range []struct {
+		name   string
+		body   io.Reader
+		length int64 // the declared Content-Length; -1 unknown
+		status int   // the answer
+		typ    string
+		want   string // the body the handler reads, when it runs
+	}{
+		{"declared", strings.NewReader(strings.Repeat("a", 1500)), 1500, http.StatusCreated, "", strings.Repeat("a", 1500)},
+		{"unknown length, grown past the first read", strings.NewReader(strings.Repeat("b", 1999)), -1, http.StatusCreated, "", strings.Repeat("b", 1999)},
+		{"unknown length, exactly the limit", strings.NewReader(strings.Repeat("c", limit)), -1, http.StatusCreated, "", strings.Repeat("c", limit)},
+		{"unknown length, one past the limit", strings.NewReader(strings.Repeat("d", limit+1)), -1, http.StatusRequestEntityTooLarge, nethttp.ProblemRequestTooLarge, ""},
+		{"declared short of the body", strings.NewReader(strings.Repeat("e", 1200)), 10, http.StatusCreated, "", strings.Repeat("e", 1200)},
+		{"declared short, past the limit", strings.NewReader(strings.Repeat("f", 5000)), 10, http.StatusRequestEntityTooLarge, nethttp.ProblemRequestTooLarge, ""},
+		{"declared long", strings.NewReader("short"), 1000, http.StatusCreated, "", "short"},
+		{"declared past the limit", strings.NewReader("x"), limit + 1, http.StatusRequestEntityTooLarge, nethttp.ProblemRequestTooLarge, ""},
+		{"read error", io.MultiReader(strings.NewReader("partial"), iotestErrReader{errRead}), -1, http.StatusBadRequest, nethttp.ProblemMalformedRequest, ""},
+		{"empty", strings.NewReader(""), 0, http.StatusCreated, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var read []byte
+			ran := false
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ran = true
+				var err error
+				read, err = io.ReadAll(r.Body)
+				require.NoError(t, err)
+				w.WriteHeader(http.StatusCreated)
+			})
+			mw := nethttp.Middleware(idempotent.NewMemoryStore(), nethttp.WithMaxBody(limit), nethttp.WithLogger(testlog.Logger(io.Discard)))(h)
+			r := httptest.NewRequest(http.MethodPost, "/payments", io.NopCloser(tt.body))
+			r.ContentLength = tt.length
+			r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
+			w := httptest.NewRecorder()
+			mw.ServeHTTP(w, r)
+			if tt.typ != "" {
+				requireProblem(t, got{status: w.Code, header: w.Header(), body: w.Body.String()}, tt.status, tt.typ)
+				assert.False(t, ran, "refused before the handler")
+				return
+			}
+			require.Equal(t, tt.status, w.Code, w.Body.String())
+			assert.Equal(t, tt.want, string(read))
+		})
+	}
+}
+
+// iotestErrReader fails every read with err.
+type iotestErrReader struct{ err error }
+
+func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"mime"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/idemkit/idemkit/internal/canonjson"
@@ -54,6 +55,13 @@ type Request struct {
 // must never change for a given request, or retries in flight during an
 // upgrade would get 422.
 func Fingerprint(r *Request) ([]byte, error) {
+	return AppendFingerprint(nil, r)
+}
+
+// AppendFingerprint appends the Fingerprint of r to dst and returns the
+// extended buffer (dst unchanged in length on error), so that a front door
+// can reuse one buffer across requests.
+func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
 	kind, body := "raw", r.Body
 	if r.Base64 {
 		if dec, err := base64.StdEncoding.AppendDecode(nil, r.Body); err == nil {
@@ -69,7 +77,7 @@ func Fingerprint(r *Request) ([]byte, error) {
 		kind = "json"
 	}
 	const tag = "idemkit/apigateway/fingerprint/v1" // a stored format: see above
-	fp := make([]byte, 0, len(tag)+len(r.Method)+len(r.Path)+len(r.Query)+len(kind)+len(body)+5*binary.MaxVarintLen64)
+	fp := slices.Grow(dst, len(tag)+len(r.Method)+len(r.Path)+len(r.Query)+len(kind)+len(body)+5*binary.MaxVarintLen64)
 	fp = append(fp, tag...)
 	for _, part := range [...]string{r.Method, r.Path, r.Query, kind} {
 		fp = binary.AppendUvarint(fp, uint64(len(part)))
@@ -86,11 +94,11 @@ func Fingerprint(r *Request) ([]byte, error) {
 	fp, err := canonjson.Append(fp[:at+binary.MaxVarintLen64], body)
 	switch {
 	case errors.Is(err, canonjson.ErrDuplicateKey):
-		return nil, &BodyError{"the JSON request body holds an object with a duplicate key"}
+		return dst, &BodyError{"the JSON request body holds an object with a duplicate key"}
 	case errors.Is(err, canonjson.ErrTooDeep):
-		return nil, &BodyError{"the JSON request body is nested too deeply"}
+		return dst, &BodyError{"the JSON request body is nested too deeply"}
 	case err != nil:
-		return nil, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
+		return dst, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
 	}
 	canon := len(fp) - at - binary.MaxVarintLen64
 	n := binary.PutUvarint(fp[at:], uint64(canon))
