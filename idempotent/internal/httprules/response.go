@@ -49,29 +49,34 @@ func (e *NotStoredError) Error() string {
 	return fmt.Sprintf("idempotent: status %d is not stored", e.Status)
 }
 
-// Encode serializes a stored form for the record.
+// Encode serializes a stored form for the record: byte for byte what
+// json.Marshal writes for r (the stored format), written by hand in one
+// allocation because it runs on every first run.
 func Encode(r *Response) ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		// Cannot happen for a form made by Filter.Stored: strings (valid
-		// UTF-8, see AsSent), an int and a bool.
-		return nil, fmt.Errorf("idempotent: encode the response: %w", err)
+	if r == nil {
+		return []byte("null"), nil // as json.Marshal
 	}
-	return raw, nil
+	return appendResponse(make([]byte, 0, encodedLen(r)), r), nil
 }
 
-// Decode reads a stored form before it is replayed. A status no front door
-// ever stores means the record is not an
-// HTTP front door's, or is damaged: replaying it would answer garbage.
+// Decode reads a stored form before it is replayed, with json.Unmarshal's
+// result: the shape Encode writes is read by hand (it runs on every
+// replay), anything else by json.Unmarshal itself, so a record written by
+// hand or by another version decodes, or is refused, as it always was. A
+// status no front door ever stores means the record is not an HTTP front
+// door's, or is damaged: replaying it would answer garbage.
 func Decode(raw []byte) (*Response, error) {
-	var r Response
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
+	r, ok := parseStoredForm(raw)
+	if !ok {
+		r = new(Response)
+		if err := json.Unmarshal(raw, r); err != nil {
+			return nil, err
+		}
 	}
 	if !Storable(r.StatusCode) {
 		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // Filter decides which response headers are stored and replayed. Build it
@@ -102,36 +107,44 @@ func NewFilter(volatile []string, replayCookies bool) *Filter {
 // but hop-by-hop headers (including those the Connection header names),
 // Date, volatile headers and, unless cookies are replayed, cookies. Strings
 // are as the client received them from the Lambda runtime (see AsSent).
+//
+// It runs on every first run: ordinary (ASCII) header names are matched
+// without allocating, all the kept values share one slice, and the names a
+// Connection header lists are gathered only when there is one.
 func (f *Filter) Stored(r *Response) Response {
-	listed := map[string]bool{} // API Gateway merges both header maps
-	for _, v := range append(HeaderValues(r.Headers, nil, "Connection"), HeaderValues(nil, r.MultiValueHeaders, "Connection")...) {
-		for name := range strings.SplitSeq(v, ",") {
-			listed[strings.ToLower(strings.TrimSpace(name))] = true
-		}
+	s, connection := f.stored(r, nil)
+	if connection {
+		s, _ = f.stored(r, connectionListed(r)) // rare: filter again, without what it lists
 	}
-	keep := func(name string) bool {
-		n := strings.ToLower(name)
-		return !f.drop[n] && !listed[n] && !strings.HasPrefix(n, "proxy-")
-	}
-	s := Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
+	return s
+}
+
+// stored is Stored with the names the Connection headers list; connection
+// reports whether r has a Connection header.
+func (f *Filter) stored(r *Response, listed map[string]bool) (s Response, connection bool) {
+	s = Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
 	for k, v := range r.Headers {
-		if keep(k) {
+		connection = connection || strings.EqualFold(k, "Connection")
+		if f.keep(k, listed) {
 			if s.Headers == nil {
 				s.Headers = make(map[string]string, len(r.Headers))
 			}
 			s.Headers[AsSent(k)] = AsSent(v)
 		}
 	}
+	var values []string // the kept values, each header's a capped part of it
 	for k, v := range r.MultiValueHeaders {
-		if keep(k) {
+		connection = connection || strings.EqualFold(k, "Connection")
+		if f.keep(k, listed) {
 			if s.MultiValueHeaders == nil {
 				s.MultiValueHeaders = make(map[string][]string, len(r.MultiValueHeaders))
+				values = make([]string, 0, len(r.MultiValueHeaders)) // a value each, usually
 			}
-			vs := make([]string, len(v))
-			for i := range v {
-				vs[i] = AsSent(v[i])
+			lo := len(values)
+			for _, x := range v {
+				values = append(values, AsSent(x)) // growing leaves the parts made before where they are
 			}
-			s.MultiValueHeaders[AsSent(k)] = vs
+			s.MultiValueHeaders[AsSent(k)] = values[lo:len(values):len(values)] // capped: an append copies; non-nil for a nil v
 		}
 	}
 	if f.replayCookies && r.Cookies != nil {
@@ -140,7 +153,62 @@ func (f *Filter) Stored(r *Response) Response {
 			s.Cookies[i] = AsSent(r.Cookies[i])
 		}
 	}
-	return s
+	return s, connection
+}
+
+// connectionListed is the set of lower-case names the Connection headers
+// list: API Gateway merges both header maps.
+func connectionListed(r *Response) map[string]bool {
+	listed := map[string]bool{}
+	add := func(v string) {
+		for name := range strings.SplitSeq(v, ",") {
+			listed[strings.ToLower(strings.TrimSpace(name))] = true
+		}
+	}
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, "Connection") {
+			add(v)
+		}
+	}
+	for k, vs := range r.MultiValueHeaders {
+		if strings.EqualFold(k, "Connection") {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	return listed
+}
+
+// keep reports whether header name is stored: not dropped by the filter,
+// not listed in Connection, not Proxy-*, all matched on its strings.ToLower
+// form. An ASCII name is lower-cased into a stack buffer (a map lookup by
+// string(buf) does not allocate); any other goes through strings.ToLower,
+// whose Unicode mapping (invalid bytes to U+FFFD, K to k...) it must match.
+func (f *Filter) keep(name string, listed map[string]bool) bool {
+	var buf [128]byte
+	if len(name) > len(buf) || !lowerASCII(buf[:], name) {
+		n := strings.ToLower(name)
+		return !f.drop[n] && !listed[n] && !strings.HasPrefix(n, "proxy-")
+	}
+	n := buf[:len(name)]
+	return !f.drop[string(n)] && !listed[string(n)] && !(len(n) >= len("proxy-") && string(n[:len("proxy-")]) == "proxy-")
+}
+
+// lowerASCII writes name lower-cased into buf (as long as name) and reports
+// whether name is all ASCII, where that is what strings.ToLower does.
+func lowerASCII(buf []byte, name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return false
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return true
 }
 
 // AsSent is s as the client received it: the Lambda runtime sends the

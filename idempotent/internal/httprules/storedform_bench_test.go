@@ -1,0 +1,57 @@
+package httprules
+
+import (
+	"net/http"
+	"testing"
+)
+
+// benchStoredResponse is a typical stored response, as the net/http
+// middleware stores it: 201, its headers in MultiValueHeaders, a small JSON
+// body (the one nethttp's BenchmarkMiddleware answers).
+func benchStoredResponse() *Response {
+	return &Response{
+		StatusCode: http.StatusCreated,
+		MultiValueHeaders: map[string][]string{
+			"Content-Type": {"application/json"},
+			"Location":     {"/payments/pay_8e03978e40d5"},
+		},
+		Body: `{"paymentId":"pay_8e03978e40d5","status":"captured","amount":2500,"currency":"EUR"}`,
+	}
+}
+
+// BenchmarkEncode encodes the typical response for the record.
+func BenchmarkEncode(b *testing.B) {
+	r := benchStoredResponse()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecode decodes the typical response's record, as a replay does.
+func BenchmarkDecode(b *testing.B) {
+	raw, err := Encode(benchStoredResponse())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStored filters the typical response with the default filter.
+func BenchmarkStored(b *testing.B) {
+	r := benchStoredResponse()
+	f := NewFilter(nil, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if s := f.Stored(r); len(s.MultiValueHeaders) != 2 {
+			b.Fatalf("stored %d headers", len(s.MultiValueHeaders))
+		}
+	}
+}
