@@ -2,8 +2,10 @@ package canonjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+
 	"slices"
 	"sync"
 	"unicode/utf16"
@@ -52,360 +54,539 @@ func Append(dst, data []byte) ([]byte, error) {
 		return dst, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
 	}
 	p := parsers.Get().(*parser)
-	defer p.release()
-	p.data = data
-	out, err := p.value(dst, 0, 0)
+	out, err := p.parse(dst, data)
+	p.release()
 	if err != nil {
 		return dst, err
-	}
-	p.skipSpace()
-	if p.pos < len(p.data) {
-		return dst, p.invalid("trailing data")
 	}
 	return out, nil
 }
 
-// parsers reuse the scratch buffers of a parse: the member and key stacks
-// and the buffer objects are reordered through.
+// parsers reuse the scratch buffers of a parse: the stacks of containers,
+// members and keys, and the buffers objects are reordered through.
 var parsers = sync.Pool{New: func() any { return new(parser) }}
 
-// maxPooled bounds the scratch kept for reuse (bytes; members count 64): one
-// huge document must not pin its buffers in the pool.
+// maxPooled bounds the scratch kept for reuse (bytes): one huge document must
+// not pin its buffers in the pool.
 const maxPooled = 64 << 10
 
-// parser is one pass over a document: it checks the syntax as it appends the
-// canonical form to the output, left to right, and sorts each object's members in
-// place once the object is closed. Errors are found in the order the first
-// implementation found them (it walked encoding/json's Decoder.Token), which
-// matters because callers tell ErrTooDeep and ErrDuplicateKey apart from
-// ErrInvalid: a depth check comes before the separator (',' or ':') of the
-// value it guards, and duplicates are found when their object closes.
+// parser holds the scratch of a pass over a document. The pass (parse) checks
+// the syntax as it appends the canonical form to the output, left to right,
+// and sorts each object's members in place once the object is closed. Errors
+// are found in the order the first implementation found them (it walked
+// encoding/json's Decoder.Token), which matters because callers tell
+// ErrTooDeep and ErrDuplicateKey apart from ErrInvalid: a depth check comes
+// before the separator (',' or ':') of the value it guards, and duplicates
+// are found when their object closes.
 //
-// The output is passed along and returned rather than kept in the parser:
-// the parser lives on the heap, and storing a slice there at every append
-// would cost a GC write barrier each time.
+// The position and the output are local variables of parse rather than
+// fields: they stay in registers or on the stack, and storing a slice in the
+// parser, which lives on the heap, would cost a GC write barrier each time.
 type parser struct {
-	data []byte
-	pos  int
-
-	members []member // the members of every object open, innermost last
-	keys    []byte   // decoded keys that held escapes, of the objects open
-	scratch []byte   // a string's decoded content; an object's members while reordered
+	frames  []frame     // the arrays and objects open around the innermost one
+	members []member    // the members of every object open, innermost last
+	keys    []byte      // decoded keys that held escapes, of the objects open
+	order   []sortEntry // a closed object's members in key order
+	scratch []byte      // a string's decoded content; an object's members while reordered
 }
 
-// member is one object member as written to the output, `"key":value` in
-// out[start:end], with its decoded key (what members are sorted and compared
-// by): data[keyOff:keyEnd], or keys[keyOff:keyEnd] if it held escapes.
+// frame is an array or object open. For an object, its members start at
+// parser.members[member] and its escaped keys at parser.keys[key]; member is
+// -1 for an array, and -2 for none (around the document's value).
+type frame struct{ member, key int }
+
+// member is one object member, written to the output as `"key":value`
+// from offset start up to the comma before the next member (or the end of
+// the object), with its decoded key, what members are sorted and compared
+// by: data[keyOff:keyEnd], or keys[keyOff:keyEnd] if it held escapes. prefix
+// holds the key's first 8 bytes, big-endian and zero-padded: keys mostly
+// differ there, so most comparisons are of two integers.
 type member struct {
+	prefix         uint64
 	keyOff, keyEnd int
+	start          int
 	escaped        bool
-	start, end     int
+}
+
+// sortEntry is a member (members[base+i]) in the order being sorted: moving
+// 16 bytes rather than a whole member, its prefix at hand.
+type sortEntry struct {
+	prefix uint64
+	i      int
 }
 
 func (p *parser) release() {
-	p.data, p.pos = nil, 0
-	p.members = p.members[:0]
-	p.keys = p.keys[:0]
-	p.scratch = p.scratch[:0]
-	if cap(p.members) > maxPooled/64 || cap(p.keys) > maxPooled || cap(p.scratch) > maxPooled {
+	p.frames, p.members, p.order = p.frames[:0], p.members[:0], p.order[:0]
+	p.keys, p.scratch = p.keys[:0], p.scratch[:0]
+	if cap(p.frames)*16 > maxPooled || cap(p.members)*40 > maxPooled || cap(p.order)*16 > maxPooled ||
+		cap(p.keys) > maxPooled || cap(p.scratch) > maxPooled {
 		return // let it go rather than keep it
 	}
 	parsers.Put(p)
 }
 
-func (p *parser) key(m *member) []byte {
+func (p *parser) key(data []byte, m *member) []byte {
 	if m.escaped {
 		return p.keys[m.keyOff:m.keyEnd]
 	}
-	return p.data[m.keyOff:m.keyEnd]
-}
-
-func (p *parser) skipSpace() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
+	return data[m.keyOff:m.keyEnd]
 }
 
 // invalid returns ErrInvalid, saying what was wrong where.
-func (p *parser) invalid(what string) error {
-	if p.pos >= len(p.data) {
+func invalid(data []byte, pos int, what string) error {
+	if pos >= len(data) {
 		return fmt.Errorf("%w: %s: unexpected end of input", ErrInvalid, what)
 	}
-	return fmt.Errorf("%w: %s: unexpected %q at offset %d", ErrInvalid, what, p.data[p.pos], p.pos)
+	return fmt.Errorf("%w: %s: unexpected %q at offset %d", ErrInvalid, what, data[pos], pos)
 }
 
-// value parses one value nested depth deep (the document is depth 0), after
-// the separator sep (',' in an array, ':' in an object; 0 for none), and
-// appends its canonical form to out.
-func (p *parser) value(out []byte, depth int, sep byte) ([]byte, error) {
-	if depth > MaxDepth {
-		return nil, ErrTooDeep
+// parse appends the canonical form of data, one JSON value, to out. It is a
+// loop over the states below, the open arrays and objects on a stack
+// (top, the innermost, and the others in p.frames) rather than in recursive
+// calls: a value starts, a value ended, an object key starts.
+//
+// Most of a compact document is written as it is (punctuation, numbers,
+// literals, strings with nothing to escape): rather than append each token,
+// parse leaves data[run:pos] to stand for output not appended yet, and
+// appends it in one copy where something else must be written (white space
+// left out, a string re-escaped, an object reordered) and at the end. So
+// the length of the output so far is len(out)+pos-run, which is what member
+// offsets count.
+func (p *parser) parse(out, data []byte) ([]byte, error) {
+	var (
+		pos, run int
+		top      = frame{member: -2}
+		members  = p.members[:0]
+	)
+	p.frames = p.frames[:0]
+
+value: // A value, or white space before it, starts at pos.
+	if pos < len(data) && data[pos] <= ' ' {
+		out, run, pos = skipSpace(out, data, run, pos)
 	}
-	p.skipSpace()
-	if sep != 0 {
-		if p.pos >= len(p.data) || p.data[p.pos] != sep {
-			return nil, p.invalid("expected " + string(sep))
-		}
-		p.pos++
-		p.skipSpace()
+	if pos >= len(data) {
+		return nil, invalid(data, pos, "expected a value")
 	}
-	if p.pos >= len(p.data) {
-		return nil, p.invalid("expected a value")
-	}
-	switch c := p.data[p.pos]; c {
+	switch data[pos] {
 	case '{':
-		return p.object(out, depth)
+		p.frames = append(p.frames, top)
+		top = frame{len(members), len(p.keys)}
+		pos++
+		if pos < len(data) && data[pos] <= ' ' {
+			out, run, pos = skipSpace(out, data, run, pos)
+		}
+		if pos < len(data) {
+			switch data[pos] {
+			case '"':
+				goto key
+			case '}':
+				pos++
+				top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+				goto next
+			}
+		}
+		return nil, invalid(data, pos, "expected object key")
 	case '[':
-		return p.array(out, depth)
+		p.frames = append(p.frames, top)
+		top = frame{member: -1}
+		pos++
+		if pos < len(data) && data[pos] <= ' ' {
+			out, run, pos = skipSpace(out, data, run, pos)
+		}
+		if pos >= len(data) || data[pos] == '}' {
+			return nil, invalid(data, pos, "in array")
+		}
+		if data[pos] == ']' {
+			pos++
+			top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+			goto next
+		}
+		if len(p.frames) > MaxDepth { // the first element's depth
+			return nil, ErrTooDeep
+		}
+		goto value
 	case '"':
-		start := p.pos
-		s, escaped, plain, err := p.str()
+		// Most strings are written as they are.
+		if i := plainEnd(data, pos+1); i < len(data) && data[i] == '"' {
+			pos = i + 1
+			goto next
+		}
+		end, kind, err := scanString(data, pos)
 		if err != nil {
 			return nil, err
 		}
-		if !escaped && plain {
-			return append(out, p.data[start:p.pos]...), nil // written as it is
+		if kind != strVerbatim {
+			s := data[pos+1 : end-1]
+			if kind == strEscaped {
+				p.scratch = unescape(p.scratch[:0], s)
+				s = p.scratch
+			}
+			out = appendString(append(out, data[run:pos]...), s)
+			run = end
 		}
-		return appendString(out, s), nil
+		pos = end
 	case 't':
-		return p.literal(out, "true")
+		if len(data)-pos < 4 || string(data[pos:pos+4]) != "true" {
+			return nil, invalid(data, pos, "in literal true")
+		}
+		pos += 4
 	case 'f':
-		return p.literal(out, "false")
+		if len(data)-pos < 5 || string(data[pos:pos+5]) != "false" {
+			return nil, invalid(data, pos, "in literal false")
+		}
+		pos += 5
 	case 'n':
-		return p.literal(out, "null")
+		if len(data)-pos < 4 || string(data[pos:pos+4]) != "null" {
+			return nil, invalid(data, pos, "in literal null")
+		}
+		pos += 4
 	default:
-		if c == '-' || '0' <= c && c <= '9' {
-			return p.number(out)
+		c := data[pos]
+		if c != '-' && c-'0' >= 10 {
+			return nil, invalid(data, pos, "expected a value")
 		}
-		return nil, p.invalid("expected a value")
-	}
-}
-
-func (p *parser) literal(out []byte, lit string) ([]byte, error) {
-	if end := p.pos + len(lit); end > len(p.data) || string(p.data[p.pos:end]) != lit {
-		return nil, p.invalid("in literal " + lit)
-	}
-	p.pos += len(lit)
-	return append(out, lit...), nil
-}
-
-// number copies a number as written, after checking its syntax:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. What follows it is the
-// caller's to check, as in encoding/json's scanner.
-func (p *parser) number(out []byte) ([]byte, error) {
-	start := p.pos
-	if p.data[p.pos] == '-' {
-		p.pos++
-	}
-	switch {
-	case p.pos < len(p.data) && p.data[p.pos] == '0':
-		p.pos++
-	case p.digits() == 0:
-		return nil, p.invalid("in number")
-	}
-	if p.pos < len(p.data) && p.data[p.pos] == '.' {
-		p.pos++
-		if p.digits() == 0 {
-			return nil, p.invalid("after decimal point in number")
-		}
-	}
-	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
-		p.pos++
-		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
-			p.pos++
-		}
-		if p.digits() == 0 {
-			return nil, p.invalid("in exponent of number")
-		}
-	}
-	return append(out, p.data[start:p.pos]...), nil
-}
-
-// digits skips decimal digits and says how many.
-func (p *parser) digits() int {
-	start := p.pos
-	for p.pos < len(p.data) && '0' <= p.data[p.pos] && p.data[p.pos] <= '9' {
-		p.pos++
-	}
-	return p.pos - start
-}
-
-// array parses the array at p.pos, itself nested depth deep.
-func (p *parser) array(out []byte, depth int) ([]byte, error) {
-	p.pos++
-	out = append(out, '[')
-	for n := 0; ; n++ {
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.invalid("in array")
-		}
-		switch p.data[p.pos] {
-		case ']':
-			p.pos++
-			return append(out, ']'), nil
-		case '}':
-			return nil, p.invalid("in array")
-		}
-		var sep byte
-		if n > 0 {
-			sep = ','
-			out = append(out, ',')
+		// Most numbers are integers, scanned here.
+		if c != '0' && c != '-' {
+			if i := digits(data, pos+1); i >= len(data) || data[i] != '.' && data[i]|0x20 != 'e' {
+				pos = i
+				goto next
+			}
 		}
 		var err error
-		if out, err = p.value(out, depth+1, sep); err != nil {
+		if pos, err = number(data, pos); err != nil {
 			return nil, err
 		}
 	}
-}
 
-// object parses the object at p.pos, itself nested depth deep, and writes
-// its members sorted by their decoded keys' bytes.
-func (p *parser) object(out []byte, depth int) ([]byte, error) {
-	p.pos++
-	out = append(out, '{')
-	base, keysBase := len(p.members), len(p.keys)
-	for n := 0; ; n++ {
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.invalid("in object")
+next: // A value ended at pos: what may follow depends on what holds it.
+	if top.member == -2 {
+		goto done
+	}
+	if pos < len(data) && data[pos] <= ' ' {
+		out, run, pos = skipSpace(out, data, run, pos)
+	}
+	if top.member < 0 {
+		if pos < len(data) {
+			switch data[pos] {
+			case ',':
+				pos++
+				goto value
+			case ']':
+				pos++
+				top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+				goto next
+			}
 		}
-		switch p.data[p.pos] {
+		return nil, invalid(data, pos, "in array")
+	}
+	if pos < len(data) {
+		switch data[pos] {
+		case ',':
+			pos++
+			if pos < len(data) && data[pos] <= ' ' {
+				out, run, pos = skipSpace(out, data, run, pos)
+			}
+			if pos < len(data) && data[pos] == '"' {
+				goto key
+			}
+			return nil, invalid(data, pos, "expected object key")
 		case '}':
-			p.pos++
-			err := p.sortMembers(out, base)
-			p.members, p.keys = p.members[:base], p.keys[:keysBase]
-			if err != nil {
+			var err error
+			if out, run, err = p.closeObject(out, data, run, pos, members[top.member:]); err != nil {
 				return nil, err
 			}
-			return append(out, '}'), nil
-		case ']':
-			return nil, p.invalid("in object")
+			members, p.keys = members[:top.member], p.keys[:top.key]
+			top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+			pos++
+			goto next
 		}
-		if n > 0 {
-			if p.data[p.pos] != ',' {
-				return nil, p.invalid("after object member")
-			}
-			p.pos++
-			p.skipSpace()
-			out = append(out, ',')
-		}
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.invalid("expected object key")
-		}
-		m := member{start: len(out)}
-		k, escaped, _, err := p.str()
+	}
+	return nil, invalid(data, pos, "in object")
+
+key: // An object key's opening quote is at pos.
+	// The member is filled in where it is: built aside, it would be copied
+	// by 16-byte loads of 8-byte stores, which stalls (no store forwarding).
+	members = append(members, member{})
+	if m, i := &members[len(members)-1], plainEnd(data, pos+1); i < len(data) && data[i] == '"' {
+		// Most keys are written as they are: the member is in data.
+		m.prefix = prefix(data[pos+1:], i-pos-1)
+		m.keyOff, m.keyEnd = pos+1, i
+		m.start = len(out) + pos - run
+		pos = i + 1
+	} else {
+		m.start, m.keyOff = len(out)+pos-run, pos+1
+		end, kind, err := scanString(data, pos)
 		if err != nil {
 			return nil, err
 		}
-		if !escaped {
-			// k is data[p.pos-1-len(k):p.pos-1], referenced in place.
-			m.keyOff, m.keyEnd = p.pos-1-len(k), p.pos-1
-		} else {
-			m.keyOff = len(p.keys)
-			p.keys = append(p.keys, k...)
-			m.keyEnd, m.escaped = len(p.keys), true
+		m.keyEnd = end - 1
+		k := data[m.keyOff:m.keyEnd]
+		if kind == strEscaped {
+			m.keyOff, m.escaped = len(p.keys), true
+			p.keys = unescape(p.keys, k)
+			m.keyEnd = len(p.keys)
+			k = p.keys[m.keyOff:]
 		}
-		out = append(appendString(out, k), ':')
-		if out, err = p.value(out, depth+1, ':'); err != nil {
-			return nil, err
+		if kind != strVerbatim {
+			out = appendString(append(out, data[run:pos]...), k)
+			run = end
 		}
-		m.end = len(out)
-		p.members = append(p.members, m)
+		m.prefix = prefix(k, len(k))
+		pos = end
 	}
+	if len(p.frames) > MaxDepth { // the member's value's depth
+		return nil, ErrTooDeep
+	}
+	if pos < len(data) && data[pos] <= ' ' {
+		out, run, pos = skipSpace(out, data, run, pos)
+	}
+	if pos >= len(data) || data[pos] != ':' {
+		return nil, invalid(data, pos, "expected :")
+	}
+	pos++
+	goto value
+
+done: // The document's value ended at pos.
+	out = append(out, data[run:pos]...)
+	for pos < len(data) && isSpace(data[pos]) {
+		pos++
+	}
+	if pos < len(data) {
+		return nil, invalid(data, pos, "trailing data")
+	}
+	p.members = members // for reuse
+	return out, nil
 }
 
-// sortMembers sorts the members of the object that closed (p.members[base:])
-// by their decoded keys' bytes, rewriting its part of out in place in that
-// order, and refuses a key that appears twice.
-func (p *parser) sortMembers(out []byte, base int) error {
-	ms := p.members[base:]
-	if len(ms) < 2 {
-		return nil
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace skips the white space at pos: output stops before it (out gets
+// data[run:pos]) and resumes after it. It returns out, run and pos as they
+// become.
+func skipSpace(out, data []byte, run, pos int) ([]byte, int, int) {
+	out = append(out, data[run:pos]...)
+	for pos < len(data) && isSpace(data[pos]) {
+		pos++
 	}
-	first := ms[0].start // where the members begin in out, before sorting
-	sorted := true
-	for i := 1; i < len(ms); i++ {
-		if bytes.Compare(p.key(&ms[i-1]), p.key(&ms[i])) > 0 {
-			sorted = false
-			break
+	return out, pos, pos
+}
+
+// prefix returns the first 8 bytes of b[:n], the n bytes of a key,
+// big-endian, zero-padded. The bytes of b past n, if any, are ignored.
+func prefix(b []byte, n int) uint64 {
+	if len(b) >= 8 {
+		v := binary.BigEndian.Uint64(b)
+		if n < 8 {
+			v &^= ^uint64(0) >> (8 * n)
 		}
+		return v
+	}
+	var v uint64
+	for i := range n {
+		v |= uint64(b[i]) << (56 - 8*i)
+	}
+	return v
+}
+
+// number returns the end of the number at pos, after checking its syntax:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. What follows it is the
+// caller's to check, as in encoding/json's scanner.
+func number(data []byte, pos int) (int, error) {
+	i := pos
+	if data[i] == '-' {
+		i++
 	}
 	switch {
-	case sorted:
-	case len(ms) <= 12:
-		// Objects are mostly small: an insertion sort in place, without
-		// SortFunc's copies of members through a closure.
-		for i := 1; i < len(ms); i++ {
-			for j := i; j > 0 && bytes.Compare(p.key(&ms[j-1]), p.key(&ms[j])) > 0; j-- {
-				ms[j-1], ms[j] = ms[j], ms[j-1]
-			}
-		}
+	case i < len(data) && data[i] == '0':
+		i++
+	case digits(data, i) == i:
+		return 0, invalid(data, i, "in number")
 	default:
-		slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(p.key(&a), p.key(&b)) })
+		i = digits(data, i)
 	}
-	for i := 1; i < len(ms); i++ {
-		if k := p.key(&ms[i]); bytes.Equal(p.key(&ms[i-1]), k) {
-			return fmt.Errorf("%w: %q", ErrDuplicateKey, k)
+	if i < len(data) && data[i] == '.' {
+		i++
+		if j := digits(data, i); j > i {
+			i = j
+		} else {
+			return 0, invalid(data, i, "after decimal point in number")
 		}
 	}
-	if sorted {
-		return nil
-	}
-	// The members are written in out, separated by commas, from the first
-	// member's start to the end: copy them aside and write them back in
-	// order. The length does not change, so the offsets the enclosing
-	// objects hold stay right.
-	p.scratch = append(p.scratch[:0], out[first:]...)
-	w := first
-	for i, m := range ms {
-		if i > 0 {
-			out[w] = ','
-			w++
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
 		}
-		w += copy(out[w:], p.scratch[m.start-first:m.end-first])
+		if j := digits(data, i); j > i {
+			i = j
+		} else {
+			return 0, invalid(data, i, "in exponent of number")
+		}
 	}
-	return nil
+	return i, nil
 }
 
-// str parses the string at p.pos (its opening quote) and returns its
-// content decoded, whether it held escapes (if not, the content is a slice
-// of data, else of p.scratch, valid until the next call), and whether its
-// bytes are all plain (appendString writes them as they are). The syntax is
+// digits returns the end of the decimal digits at i.
+func digits(data []byte, i int) int {
+	for i < len(data) && data[i]-'0' < 10 {
+		i++
+	}
+	return i
+}
+
+// closeObject checks the members of the object whose '}' is at pos for a key
+// that appears twice, and writes them sorted by key where they are in the
+// output. The output's length does not change, so the offsets held by the
+// objects around stay right. It returns out and run as they become.
+func (p *parser) closeObject(out, data []byte, run, pos int, ms []member) ([]byte, int, error) {
+	n := len(ms)
+	if n < 2 {
+		return out, run, nil
+	}
+	// Objects are mostly small: an insertion sort, which also tells whether
+	// the members were sorted already, and finds duplicates (as the
+	// neighbour an entry stops at).
+	if cap(p.order) < n {
+		p.order = make([]sortEntry, max(n, 16))
+	}
+	order := p.order[:n]
+	sorted := true
+	var dup []byte // the least key that appears twice
+	if n <= 16 {
+		order[0] = sortEntry{ms[0].prefix, 0}
+		for i := 1; i < n; i++ {
+			e, j := sortEntry{ms[i].prefix, i}, i
+			for ; j > 0; j-- {
+				f := order[j-1]
+				if e.prefix > f.prefix {
+					break
+				}
+				if e.prefix == f.prefix { // rare: compare the whole keys
+					c := p.compare(data, e, f, ms)
+					if c == 0 {
+						if k := p.key(data, &ms[i]); dup == nil || bytes.Compare(k, dup) < 0 {
+							dup = k
+						}
+					}
+					if c >= 0 {
+						break
+					}
+				}
+				order[j] = f
+				sorted = false
+			}
+			order[j] = e
+		}
+	} else {
+		for i := range order {
+			order[i] = sortEntry{ms[i].prefix, i}
+		}
+		slices.SortFunc(order, func(a, b sortEntry) int { return p.compare(data, a, b, ms) })
+		for i := 1; i < n; i++ {
+			if order[i].i < order[i-1].i {
+				sorted = false
+			}
+			if dup == nil && order[i-1].prefix == order[i].prefix {
+				if k := p.key(data, &ms[order[i].i]); bytes.Equal(p.key(data, &ms[order[i-1].i]), k) {
+					dup = k
+				}
+			}
+		}
+	}
+	if dup != nil {
+		return nil, 0, fmt.Errorf("%w: %q", ErrDuplicateKey, dup)
+	}
+	if sorted {
+		return out, run, nil
+	}
+
+	first, last := ms[0].start, len(out)+pos-run // where the members are in the output
+	if first >= len(out) {
+		// The members are still in data as written: append them from there
+		// in order, after what comes before them.
+		at := run - len(out) // output offset to data offset
+		out = append(out, data[run:first+at]...)
+		return appendMembers(out, data, -at, ms, order, last), pos, nil
+	}
+	// Else they are in out, up to its end: copy them aside and write them
+	// back in order.
+	out = append(out, data[run:pos]...)
+	p.scratch = append(p.scratch[:0], out[first:]...)
+	return appendMembers(out[:first], p.scratch, first, ms, order, last), pos, nil
+}
+
+// appendMembers appends the members of ms in the given order, separated by
+// commas, from src, which holds the output from offset base on. last is the
+// end of the last member. Members next to each other in both orders are
+// copied at once (with the comma between them).
+func appendMembers(out, src []byte, base int, ms []member, order []sortEntry, last int) []byte {
+	for k := 0; k < len(order); {
+		i := order[k].i
+		j := i // ms[i:j+1] are next in order too
+		for k++; k < len(order) && order[k].i == j+1; k++ {
+			j++
+		}
+		end := last
+		if j+1 < len(ms) {
+			end = ms[j+1].start - 1
+		}
+		if i != order[0].i {
+			out = append(out, ',')
+		}
+		out = append(out, src[ms[i].start-base:end-base]...)
+	}
+	return out
+}
+
+// compare orders two members of ms by their decoded keys' bytes.
+func (p *parser) compare(data []byte, a, b sortEntry, ms []member) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(p.key(data, &ms[a.i]), p.key(data, &ms[b.i]))
+}
+
+// plainEnd returns the end of the bytes from i on that a string can hold
+// and that are written as they are, or an earlier position (before
+// multi-byte characters but 0xE2; scanString looks further).
+func plainEnd(data []byte, i int) int {
+	for i < len(data) && verbatim[data[i]] {
+		i++
+	}
+	return i
+}
+
+// What scanString finds a string holds.
+const (
+	strVerbatim  = iota // written as it is
+	strUnescaped        // no escapes, but bytes appendString escapes
+	strEscaped          // escapes, to decode
+)
+
+// scanString returns the end of the string whose opening quote is at pos
+// (past its closing quote) and what it holds, after checking its syntax,
 // JSON's: no control characters, and only the escapes \" \\ \/ \b \f \n \r
 // \t \uXXXX.
-func (p *parser) str() (s []byte, escaped, plain bool, err error) {
-	data := p.data
-	start := p.pos + 1
-	i := start
-	plain = true
+func scanString(data []byte, pos int) (end, kind int, err error) {
+	i := pos + 1
 	for {
-		// A local index and one table look-up per byte: this loop is most
-		// of the time spent on typical documents.
-		for i < len(data) && plainBytes[data[i]] {
+		for i < len(data) && verbatim[data[i]] {
 			i++
 		}
 		if i >= len(data) {
-			p.pos = i
-			return nil, false, false, p.invalid("in string")
+			return 0, 0, invalid(data, i, "in string")
 		}
 		switch c := data[i]; {
 		case c == '"':
-			p.pos = i + 1
-			if escaped {
-				return p.unescape(data[start:i]), true, false, nil
-			}
-			return data[start:i], false, plain, nil
+			return i + 1, kind, nil
 		case c == '\\':
-			escaped = true
+			kind = strEscaped
 			i++
 			if i >= len(data) {
-				p.pos = i
-				return nil, false, false, p.invalid("in string escape")
+				return 0, 0, invalid(data, i, "in string escape")
 			}
 			switch data[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -413,32 +594,31 @@ func (p *parser) str() (s []byte, escaped, plain bool, err error) {
 			case 'u':
 				i++
 				if hex4(data[i:]) < 0 {
-					p.pos = i
-					return nil, false, false, p.invalid(`in \u escape`)
+					return 0, 0, invalid(data, i, `in \u escape`)
 				}
 				i += 4
 			default:
-				p.pos = i
-				return nil, false, false, p.invalid("in string escape")
+				return 0, 0, invalid(data, i, "in string escape")
 			}
 		case c < 0x20:
-			p.pos = i
-			return nil, false, false, p.invalid("in string (a control character)")
+			return 0, 0, invalid(data, i, "in string (a control character)")
 		default:
-			// < > & or a byte of a multi-byte sequence (Append checked that
-			// the input is valid UTF-8): valid, but appendString has work.
-			plain = false
+			// < > & or 0xE2, which starts U+2028 and U+2029, escaped by
+			// appendString, and other characters (Append checked that the
+			// input is valid UTF-8).
+			if c != 0xE2 || data[i+1] == 0x80 && data[i+2]&^1 == 0xA8 {
+				kind = max(kind, strUnescaped)
+			}
 			i++
 		}
 	}
 }
 
-// unescape decodes the content of a string whose syntax str checked, into
-// p.scratch, as encoding/json does: a \u escape of a UTF-16 surrogate is
+// unescape appends the decoded content of a string whose syntax scanString
+// checked to b, as encoding/json decodes it: a \u escape of a UTF-16 surrogate is
 // joined with a following \u escape of its pair, and one that has no pair
 // becomes U+FFFD alone (the escape after it is decoded by itself).
-func (p *parser) unescape(s []byte) []byte {
-	b := p.scratch[:0]
+func unescape(b, s []byte) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '\\' {
@@ -472,7 +652,6 @@ func (p *parser) unescape(s []byte) []byte {
 			i += 2
 		}
 	}
-	p.scratch = b
 	return b
 }
 
@@ -574,6 +753,16 @@ var plainBytes = func() (t [256]bool) {
 	}
 	for _, c := range `"\<>&` {
 		t[c] = false
+	}
+	return t
+}()
+
+// verbatim says which bytes a string can hold that appendString writes as
+// they are: ASCII but control characters, " and \, and < > &, and bytes of
+// multi-byte characters but 0xE2, which starts U+2028 and U+2029.
+var verbatim = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = plainBytes[c] || c >= utf8.RuneSelf && c != 0xE2
 	}
 	return t
 }()

@@ -2,6 +2,7 @@ package canonjson_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,10 +72,62 @@ var trickyInputs = func() []string {
 			objects+`{"a":1,"a":2}`+strings.Repeat("}", n), objects+"}", objects,
 			`{"a":1,"a":`+arrays+strings.Repeat("]", n)+"}", `{"a":1,"a":2,"b":`+arrays,
 			strings.Repeat(`[{"a":`, n/2)+"0"+strings.Repeat("}]", n/2),
+			strings.Repeat(`{"b":0,"a":`, n)+"1"+strings.Repeat("}", n),
+			strings.Repeat(`{"b":0,"b":`, n)+"1"+strings.Repeat("}", n),
+			strings.Repeat(`[ {"b":0, "a":`, n/2)+"1"+strings.Repeat("} ]", n/2),
 		)
 	}
-	return in
+	return append(in, sortingInputs()...)
 }()
+
+// sortingInputs are objects at the edges of the member sort and reordering:
+// sizes around its thresholds, already sorted or not, keys that share their
+// first 8 bytes or are prefixes of each other, keys equal or ordered
+// differently once unescaped, members copied from the input as written or
+// re-encoded, with white space around, and the benchmark's documents.
+func sortingInputs() []string {
+	in := []string{
+		`{"a":1,"b":2,"c":3}`, `{"a":{"a":1,"b":2},"b":[{"x":1,"y":2}]}`, `{"b":1,"a":2}`, `{"a":1}`, `{"a":{}}`,
+		`{"customerId":1,"customerName":2,"customer":3,"customerI":4,"customerIdx":5}`,
+		`{"abcdefgh":1,"abcdefg":2,"abcdefgh\u0000":3,"abcdefgh\u0001":4,"abcdefghi":5}`,
+		`{"abcdefgh":1,"abcdefg\u0068":2}`, `{"abcdefghij":1,"\u0061bcdefghij":2}`, `{"customerId":1,"customer\u0049d":2}`,
+		`{"aaaaaaaaaaaaaaab":1,"aaaaaaaaaaaaaaaa":2}`, `{"aaaaaaaaaaaaaaaa":1,"aaaaaaaaaaaaaaaa":2}`,
+		`{"aaa":1,"aa":2,"a":3,"":4,"a\u0000":5,"\u0000":6}`, `{"a\u0000":1,"a":2,"a\u0000":3}`,
+		`{"\u007a":1,"y":2}`, `{"\u0062":1,"a":2}`, `{"\u00e9":1,"f":2,"\u00e8":3}`, `{"z\n":1,"z\t":2,"z":3}`,
+		`{"b":1,"b":2,"a":1,"a":2}`, `{"b":1,"a":1,"b":2,"a":2}`, `{"bb":1,"a":0,"bb":2,"a":1}`, `{"a":1,"b":2,"a":3,"b":4}`,
+		`{"z<":1,"a":2}`, `{"<":1,"a":{"d":1,"c":2}}`, `{"b":"<","a":"&"}`, `{"b":"\u0041","a":"x"}`,
+		`{"b":{"d":"\n","c":1},"a":2}`, `{"c":[{"b":1,"a":2},{"b":"é","a":"€"}],"b":{"y":{"q":1,"p":2},"x":0},"a":0}`,
+		" {\n \"b\" : [ 1 , {\"d\" :1, \"c\":2} ] ,\t\"a\" : \"x\" } ", `{ "b":1,"a":2}`, `{"b" :1,"a":2}`,
+		`{"b": 1,"a":2}`, `{"b":1 ,"a":2}`, `{"b":1, "a":2}`, `{"b":1,"a":2 }`, "{\"b\":{\"y\":1,\"x\":2}\n,\"a\":3}",
+		"{\"\u2028\":1,\"\u2029\":2,\"…\":3,\"€\":4,\"\u2060\":5,\"a\":6}", "[\"…\u2028€\u2029\u2060\"]",
+		"{\"é\":1,\"e\":2,\"\u00e9\":3}", "{\"日本\":1,\"日\":2}", "\"\xe2\x80\xa8\"", "\"\xe2\x80\xa7\xe2\x80\xaa\"",
+		`[1.5]`, `[12e3]`, `[12E+3]`, `[1x]`, `[10]`, `{"b":123,"a":9}`, `123`, `12.`, `12e`, `[9,]`, `[12 ]`, `{"b":12}`, `-12`, `[1,23,456]`,
+	}
+	// Objects of n members around the sort's thresholds: sorted, reversed,
+	// shuffled; without and with a duplicate, with escaped keys.
+	for _, n := range []int{1, 2, 3, 12, 13, 16, 17, 100} {
+		key := func(i int) string { return fmt.Sprintf("k%03d", i) }
+		var sorted, reversed, shuffled, escaped []string
+		for i := range n {
+			sorted = append(sorted, fmt.Sprintf(`"%s":%d`, key(i), i))
+			reversed = append(reversed, fmt.Sprintf(`"%s":{"b":%d,"a":0}`, key(n-1-i), i))
+			shuffled = append(shuffled, fmt.Sprintf(`"%s":"v%d"`, key(i*7%n), i))
+			escaped = append(escaped, fmt.Sprintf(`"\u006b%03d":[%d]`, (i*5+3)%n, i))
+		}
+		in = append(in,
+			"{"+strings.Join(sorted, ",")+"}", "{"+strings.Join(reversed, ",")+"}",
+			"{"+strings.Join(shuffled, ",")+"}", "{"+strings.Join(escaped, ",")+"}",
+			"{ "+strings.Join(shuffled, " , ")+" }",
+			"{"+strings.Join(append(shuffled, `"`+key(n/2)+`":0`), ",")+"}",
+			"{"+strings.Join(append([]string{`"` + key(n-1) + `":0`}, sorted...), ",")+"}",
+			"{"+strings.Join(append(escaped, `"`+key(0)+`":0`, `"`+key(n-1)+`":0`), ",")+"}",
+		)
+	}
+	for _, b := range benchInputs {
+		in = append(in, string(b.data))
+	}
+	return in
+}
 
 // TestDifferential checks the tricky inputs against the reference: the same
 // canonical bytes, or the same error.
