@@ -110,13 +110,45 @@ func NewFilter(volatile []string, replayCookies bool) *Filter {
 //
 // It runs on every first run: ordinary (ASCII) header names are matched
 // without allocating, all the kept values share one slice, and the names a
-// Connection header lists are gathered only when there is one.
+// Connection header lists are gathered only when there is one. A response
+// whose headers are all kept as they are (the usual net/http response)
+// shares its MultiValueHeaders map with the result: the front doors only
+// encode it.
 func (f *Filter) Stored(r *Response) Response {
+	if s, ok := f.storedWhole(r); ok {
+		return s
+	}
 	s, connection := f.stored(r, nil)
 	if connection {
 		s, _ = f.stored(r, connectionListed(r)) // rare: filter again, without what it lists
 	}
 	return s
+}
+
+// storedWhole is Stored of a response with only multi-value headers, every
+// one kept, and nothing for AsSent to change, without copying them; ok is
+// false for any other response. A nil value list is left to stored, which
+// stores it as an empty one.
+func (f *Filter) storedWhole(r *Response) (s Response, ok bool) {
+	if len(r.Headers) > 0 || (f.replayCookies && r.Cookies != nil) {
+		return Response{}, false
+	}
+	for k, v := range r.MultiValueHeaders {
+		// Connection is dropped, so a kept header is never listed in one.
+		if v == nil || !utf8.ValidString(k) || !f.keep(k, nil) {
+			return Response{}, false
+		}
+		for _, x := range v {
+			if !utf8.ValidString(x) {
+				return Response{}, false
+			}
+		}
+	}
+	s = Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
+	if len(r.MultiValueHeaders) > 0 {
+		s.MultiValueHeaders = r.MultiValueHeaders
+	}
+	return s, true
 }
 
 // stored is Stored with the names the Connection headers list; connection
