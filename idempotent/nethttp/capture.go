@@ -31,8 +31,9 @@ type capture struct {
 	header http.Header         // what the handler sees as w.Header()
 	limit  int64
 
-	status int         // 0 until the handler writes a final status
-	sent   http.Header // header as of the final status, as net/http snapshots it
+	status int            // 0 until the handler writes a final status
+	snap   headerSnapshot // the header as of the final status, as net/http snapshots it
+	sent   http.Header    // that header as a map, once asked for (sentHeader)
 	body   bytes.Buffer
 	passed string // why the response passed through; "" while buffering
 }
@@ -56,7 +57,7 @@ func (c *capture) WriteHeader(code int) {
 	if c.status != 0 || code < 200 {
 		return
 	}
-	c.status, c.sent = code, c.header.Clone()
+	c.status, c.snap = code, snapshotOf(c.header)
 	if c.passed != "" {
 		c.commit()
 	}
@@ -111,12 +112,12 @@ func (c *capture) pass(reason string) {
 
 // commit sends the status, the header and the buffered body to the client.
 func (c *capture) commit() {
-	h := c.w.Header()
-	for k, v := range c.sent {
+	h, sent := c.w.Header(), c.sentHeader()
+	for k, v := range sent {
 		h[k] = v
 	}
 	for k := range h {
-		if _, ok := c.sent[k]; !ok {
+		if _, ok := sent[k]; !ok {
 			delete(h, k) // deleted by the handler
 		}
 	}
@@ -147,7 +148,7 @@ func (c *capture) deliver() {
 }
 
 func (c *capture) trailers() {
-	declared := c.sent.Values("Trailer")
+	declared := c.sentHeader().Values("Trailer")
 	for k, v := range c.header {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			c.w.Header()[k] = v
@@ -170,12 +171,12 @@ func (c *capture) trailers() {
 // trailers. Called before deliver, while the real writer's header is still
 // the outer middleware's. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
-	outer := c.w.Header()
-	if len(outer) == 0 && !hasTrailers(c.sent) {
-		return c.sent // all of it: the filter copies what it keeps
+	outer, sent := c.w.Header(), c.sentHeader()
+	if len(outer) == 0 && !hasTrailers(sent) {
+		return sent // all of it: the filter copies what it keeps
 	}
-	out := make(map[string][]string, len(c.sent))
-	for k, v := range c.sent {
+	out := make(map[string][]string, len(sent))
+	for k, v := range sent {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
@@ -195,4 +196,72 @@ func hasTrailers(h http.Header) bool {
 		}
 	}
 	return false
+}
+
+// sentHeader is the header as of the final status (see snapshotOf).
+func (c *capture) sentHeader() http.Header {
+	if c.sent == nil {
+		c.sent = c.snap.header(c.header)
+	}
+	return c.sent
+}
+
+// headerSnapshot is a header's names and values at one moment: what
+// http.Header.Clone keeps, without building a map (with its table of
+// slots) for every response. Most handlers never touch the header after
+// WriteHeader, and then the header itself serves as the snapshot.
+type headerSnapshot []snapshotEntry
+
+type snapshotEntry struct {
+	name   string
+	values []string // a capped part of one slice shared by all; nil if the header's was
+}
+
+// snapshotOf copies h's names and values (strings are immutable: their
+// headers are what is copied, as Clone does).
+func snapshotOf(h http.Header) headerSnapshot {
+	if len(h) == 0 {
+		return headerSnapshot{}
+	}
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
+	s, values := make(headerSnapshot, 0, len(h)), make([]string, n)
+	for k, vs := range h {
+		e := snapshotEntry{name: k}
+		if vs != nil {
+			m := copy(values, vs)
+			e.values, values = values[:m:m], values[m:]
+		}
+		s = append(s, e)
+	}
+	return s
+}
+
+// header returns the snapshot as a header: current itself when it still
+// holds exactly the snapshot's names and values (nil and empty lists
+// apart), else a new map.
+func (s headerSnapshot) header(current http.Header) http.Header {
+	if s.matches(current) {
+		return current
+	}
+	h := make(http.Header, len(s))
+	for _, e := range s {
+		h[e.name] = e.values
+	}
+	return h
+}
+
+func (s headerSnapshot) matches(h http.Header) bool {
+	if len(h) != len(s) {
+		return false
+	}
+	for _, e := range s {
+		vs, ok := h[e.name]
+		if !ok || (vs == nil) != (e.values == nil) || !slices.Equal(vs, e.values) {
+			return false
+		}
+	}
+	return true
 }

@@ -604,3 +604,64 @@ func TestRequestBodyRead(t *testing.T) {
 type iotestErrReader struct{ err error }
 
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
+
+// TestHeaderAsOfWriteHeader: the response carries its header as it was at
+// WriteHeader, as net/http sends it: changes made later, through w.Header()
+// or through the map kept from before (set, deleted, or a value changed in
+// place), reach neither the client nor the record. Trailers set after the
+// body reach the first client as trailers and are not stored.
+func TestHeaderAsOfWriteHeader(t *testing.T) {
+	t.Parallel()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kept := w.Header()
+		kept.Set("Content-Type", "application/json")
+		kept.Set("X-Deleted-Late", "present")
+		kept.Set("X-Changed-Late", "before")
+		kept.Add("X-Multi", "a")
+		kept.Set("Trailer", "X-Checksum")
+		kept["Date"] = nil // net/http then sends no Date
+		w.WriteHeader(http.StatusCreated)
+		kept.Set("X-Late", "through the kept map")
+		w.Header().Set("X-Late-Too", "through w.Header()")
+		kept.Del("X-Deleted-Late")
+		kept["X-Changed-Late"][0] = "after"
+		kept.Add("X-Multi", "b")
+		_, _ = io.WriteString(w, `{"ok":true}`)
+		w.Header().Set("X-Checksum", "abc")
+		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
+	})
+	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	post := func() (*http.Response, string) {
+		r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/payments", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
+		resp, err := client.Do(r)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body) // trailers arrive after the body
+		require.NoError(t, err)
+		return resp, string(body)
+	}
+	for i, name := range []string{"first", "replay"} {
+		resp, body := post()
+		require.Equal(t, http.StatusCreated, resp.StatusCode, name)
+		assert.Equal(t, `{"ok":true}`, body, name)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), name)
+		assert.Equal(t, "present", resp.Header.Get("X-Deleted-Late"), name)
+		assert.Equal(t, "before", resp.Header.Get("X-Changed-Late"), name)
+		assert.Equal(t, []string{"a"}, resp.Header.Values("X-Multi"), name)
+		assert.Empty(t, resp.Header.Get("X-Late"), name)
+		assert.Empty(t, resp.Header.Get("X-Late-Too"), name)
+		assert.Empty(t, resp.Header.Get("X-Checksum"), name)
+		if i == 0 {
+			assert.Equal(t, "abc", resp.Trailer.Get("X-Checksum"), "the first client gets the trailers")
+			assert.Equal(t, "u", resp.Trailer.Get("X-Undeclared"))
+			assert.Empty(t, resp.Header.Get(nethttp.HeaderReplayed))
+			assert.NotContains(t, resp.Header, "Date", "a nil value is kept as nil")
+		} else {
+			assert.Empty(t, resp.Trailer.Get("X-Checksum"), "trailers are not stored")
+			assert.Empty(t, resp.Trailer.Get("X-Undeclared"))
+			assert.Equal(t, "true", resp.Header.Get(nethttp.HeaderReplayed))
+		}
+	}
+}
