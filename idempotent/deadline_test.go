@@ -27,6 +27,9 @@ func TestLazyDeadlineActsAsWithDeadline(t *testing.T) {
 		{name: "deadline passed", make: func() (context.Context, time.Time, func()) {
 			return context.Background(), past, nil
 		}, wantErr: context.DeadlineExceeded},
+		{name: "deadline passed, no monotonic reading", make: func() (context.Context, time.Time, func()) {
+			return context.Background(), past.Round(0), nil
+		}, wantErr: context.DeadlineExceeded},
 		{name: "parent cancelled later", make: func() (context.Context, time.Time, func()) {
 			ctx, cancel := context.WithCancel(context.Background())
 			return ctx, far, cancel
@@ -51,8 +54,8 @@ func TestLazyDeadlineActsAsWithDeadline(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				parent, deadline, end := tt.make()
 				parent = context.WithValue(parent, key{}, "v")
-				ctx, cancel := withLazyDeadline(parent, deadline)
-				defer cancel()
+				ctx := withLazyDeadline(parent, deadline)
+				defer ctx.cancel()
 				assert.Equal(t, "v", ctx.Value(key{}))
 				var done <-chan struct{}
 				if doneFirst {
@@ -79,8 +82,8 @@ func TestLazyDeadlineActsAsWithDeadline(t *testing.T) {
 
 func TestLazyDeadlineEndsAtItsDeadline(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Millisecond)
-	ctx, cancel := withLazyDeadline(context.Background(), deadline)
-	defer cancel()
+	ctx := withLazyDeadline(context.Background(), deadline)
+	defer ctx.cancel()
 	got, ok := ctx.Deadline()
 	require.True(t, ok)
 	assert.Equal(t, deadline, got)
@@ -99,18 +102,17 @@ func TestLazyDeadlineEndsAtItsDeadline(t *testing.T) {
 
 func TestLazyDeadlineCancel(t *testing.T) {
 	for _, doneFirst := range []bool{false, true} {
-		ctx, cancel := withLazyDeadline(context.Background(), time.Now().Add(time.Hour))
+		ctx := withLazyDeadline(context.Background(), time.Now().Add(time.Hour))
 		if doneFirst {
 			_ = ctx.Done()
 		}
 		require.NoError(t, ctx.Err())
-		cancel()
-		cancel() // idempotent, as a context.CancelFunc is
+		ctx.cancel()
+		ctx.cancel() // idempotent, as a context.CancelFunc is
 		<-ctx.Done()
 		assert.True(t, errors.Is(ctx.Err(), context.Canceled), "doneFirst=%v: %v", doneFirst, ctx.Err())
 		if doneFirst {
-			c := ctx.(*deadlineCtx)
-			assert.False(t, c.timer.Stop(), "the timer still runs after cancel")
+			assert.False(t, ctx.timer.Stop(), "the timer still runs after cancel")
 		}
 	}
 }
@@ -119,8 +121,8 @@ func TestLazyDeadlineParentDeadlineIsReported(t *testing.T) {
 	early := time.Now().Add(time.Minute)
 	parent, cancel := context.WithDeadline(context.Background(), early)
 	defer cancel()
-	ctx, stop := withLazyDeadline(parent, early.Add(time.Hour))
-	defer stop()
+	ctx := withLazyDeadline(parent, early.Add(time.Hour))
+	defer ctx.cancel()
 	got, _ := ctx.Deadline()
 	assert.Equal(t, early, got)
 }

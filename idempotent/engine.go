@@ -413,11 +413,12 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	ictx := &invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver,
-		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: steps}}
-	wctx, cancel := withLazyDeadline(ictx, workDeadline)
+	w := &workCtx{inv: invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver,
+		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: steps}}}
+	ictx, wctx := &w.inv, &w.deadlineCtx
+	wctx.init(ictx, workDeadline)
 	if werr := wctx.Err(); werr != nil {
-		cancel()
+		wctx.cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
 			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, werr)}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
@@ -435,7 +436,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	}()
 	data, p, err := call(wctx, j.r)
 	settled = true
-	cancel()
+	wctx.cancel()
 	res := Result{Response: data, Ran: true}
 	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
 	encErr := err != nil && e.notStoredBy(err)
@@ -461,19 +462,26 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	done := rec
 	done.Status = storage.StatusCompleted
 	done.LeaseExpiresAt = time.Time{}
-	done.ExpiresAt = ceilSecond(e.cfg.now().Add(e.cfg.expiry))
 	ev.Outcome = OutcomeExecuted
 	if encErr {
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, err
 	} else {
 		done.Data = envelope.Encode(data, e.cfg.compressAbove)
 	}
+	now := e.cfg.now()
+	done.ExpiresAt = ceilSecond(now.Add(e.cfg.expiry))
+	finishStart := now // the real clock's reading serves the finish too
+	if e.cfg.clockSet {
+		finishStart = time.Now()
+	}
 
-	cerr := e.completeRecord(ctx, done)
+	// The store may keep done.Data, which nothing else holds, uncopied; not
+	// with the local cache, whose replays hand the same bytes to callers.
+	cerr := e.completeRecord(ctx, done, finishStart, !encErr && e.cache == nil)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
-		cerr = e.completeRecord(ctx, done)
+		cerr = e.completeRecord(ctx, done, time.Now(), false)
 	}
 	switch {
 	case cerr != nil:
@@ -492,6 +500,13 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// The caller keeps its response even when completion failed: the work
 	// ran, and failing now would only invite a retry that repeats it.
 	return res, nil
+}
+
+// workCtx is the work's context: the deadline over the invocation, in one
+// allocation.
+type workCtx struct {
+	deadlineCtx
+	inv invocationCtx
 }
 
 // encodingError is Wrap's word that the handler ran but its response cannot
@@ -558,17 +573,33 @@ func call(ctx context.Context, r runner) (data []byte, p *handlerPanic, err erro
 // invocation's deadline (the work stopped a reserve before it) so the
 // finish never outlives the Lambda invocation, but always allows a short try.
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := finishTimeout
-	if deadline, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, max(time.Until(deadline), minFinish))
-	}
-	return withLazyDeadline(context.WithoutCancel(ctx), time.Now().Add(timeout))
+	c := finishContextAt(ctx, time.Now())
+	return c, c.cancel
 }
 
-func (e *Engine) completeRecord(ctx context.Context, rec storage.Record) error {
-	fctx, cancel := finishContext(ctx)
-	defer cancel()
-	if err := e.store.Complete(fctx, rec); err != nil {
+// finishContextAt is finishContext from now, a reading of the real clock
+// just taken.
+func finishContextAt(ctx context.Context, now time.Time) *deadlineCtx {
+	timeout := finishTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, max(deadline.Sub(now), minFinish))
+	}
+	return withLazyDeadline(context.WithoutCancel(ctx), now.Add(timeout))
+}
+
+// completeRecord stores rec, with a finish context from start (a reading of
+// the real clock). owned says that nothing else holds rec.Data, so the
+// memory store need not copy it.
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time, owned bool) error {
+	fctx := finishContextAt(ctx, start)
+	defer fctx.cancel()
+	var err error
+	if ms, ok := e.store.(*MemoryStore); ok && owned {
+		err = ms.complete(fctx, &rec, false)
+	} else {
+		err = e.store.Complete(fctx, rec)
+	}
+	if err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
 			return err
 		}
@@ -585,8 +616,8 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 	if !steps.holds() {
 		return e.releaseRecord(ctx, rec)
 	}
-	fctx, cancel := finishContext(ctx)
-	defer cancel()
+	fctx := finishContextAt(ctx, time.Now())
+	defer fctx.cancel()
 	// A millisecond back, so that a retry at once is not refused as in
 	// progress by a lease that ends in the same millisecond.
 	if err := e.store.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
@@ -599,8 +630,8 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 }
 
 func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
-	fctx, cancel := finishContext(ctx)
-	defer cancel()
+	fctx := finishContextAt(ctx, time.Now())
+	defer fctx.cancel()
 	if err := e.store.Release(fctx, rec.ID, rec.Lease); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) {
 			return err

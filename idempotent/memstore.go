@@ -31,7 +31,7 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	if err := ctx.Err(); err != nil {
 		return storage.ClaimResult{}, err
 	}
-	rec = normalize(rec)
+	normalizeTimes(&rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, exists := s.records[rec.ID]
@@ -41,8 +41,8 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	if s.records == nil {
 		s.records = make(map[string]storage.Record)
 	}
-	rec = cloneValue(rec)
-	rec.Steps = nil
+	rec.Data = append([]byte(nil), rec.Data...)
+	rec.Steps = nil // never the caller's: none, or the old record's below
 	var kept []storage.Step
 	if exists && old.Resumable(&rec, now) {
 		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
@@ -54,11 +54,21 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 
 // Complete implements storage.Store.
 func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
+	return s.complete(ctx, &rec, true)
+}
+
+// complete is Complete; copyData false keeps rec.Data itself, for the engine
+// when nothing else holds it.
+func (s *MemoryStore) complete(ctx context.Context, rec *storage.Record, copyData bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if size, limit := recordSize(&rec), s.limit(); size > limit {
+	if size, limit := recordSize(rec), s.limit(); size > limit {
 		return fmt.Errorf("%w: %d bytes (limit %d)", storage.ErrTooLarge, size, limit)
+	}
+	data := rec.Data
+	if copyData {
+		data = append([]byte(nil), data...) // outside the lock
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,8 +77,8 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 		return storage.ErrLeaseLost
 	}
 	old.Status = rec.Status
-	old.Data = append([]byte(nil), rec.Data...)
-	old.ExpiresAt = normalize(rec).ExpiresAt
+	old.Data = data
+	old.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0) // as normalizeTimes
 	old.LeaseExpiresAt = time.Time{}
 	old.Steps = nil
 	s.records[rec.ID] = old
@@ -166,13 +176,13 @@ func stepsSize(steps []storage.Step) int {
 	return n
 }
 
-// normalize truncates times to the precision the DynamoDB store keeps.
-func normalize(r storage.Record) storage.Record {
+// normalizeTimes truncates r's times, in place, to the precision the
+// DynamoDB store keeps.
+func normalizeTimes(r *storage.Record) {
 	r.ExpiresAt = time.Unix(r.ExpiresAt.Unix(), 0)
 	if !r.LeaseExpiresAt.IsZero() {
 		r.LeaseExpiresAt = time.UnixMilli(r.LeaseExpiresAt.UnixMilli())
 	}
-	return r
 }
 
 func cloneSteps(steps []storage.Step) []storage.Step {

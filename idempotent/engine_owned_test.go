@@ -1,0 +1,29 @@
+package idempotent_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idemkit/idempotent"
+)
+
+// Without the local cache the engine hands the memory store its encoded
+// response uncopied: a caller's later change to the response it got, or to
+// a replay, must still never reach the stored record.
+func TestMemoryStoreKeepsResponseFromCallerChanges(t *testing.T) {
+	e := idempotent.NewEngine(idempotent.NewMemoryStore())
+	ctx := context.Background()
+	call := idempotent.Call{Key: "k"}
+	res, err := e.Do(ctx, call, func(context.Context) ([]byte, error) { return []byte("stored"), nil })
+	require.NoError(t, err)
+	require.True(t, res.Ran)
+	copy(res.Response, "XXXXXX")
+	for range 2 {
+		res, err = e.Do(ctx, call, func(context.Context) ([]byte, error) { panic("ran twice") })
+		require.NoError(t, err)
+		require.Equal(t, "stored", string(res.Response))
+		copy(res.Response, "YYYYYY")
+	}
+}
