@@ -1,6 +1,7 @@
 package idempotent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -662,8 +663,12 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
 		return Result{}, e.finish(ctx, start, ev)
 	}
-	if e.cache != nil && !fromCache {
-		e.cache.Add(rec.ID, *rec)
+	if e.cache != nil {
+		if !fromCache {
+			e.cache.Add(rec.ID, *rec)
+		}
+		// raw may be part of the cached record: the caller gets its own.
+		raw = bytes.Clone(raw)
 	}
 	e.finish(ctx, start, ev)
 	return Result{Response: raw, Replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt, FromCache: fromCache}}, nil
