@@ -12,6 +12,8 @@ package httprules
 // else to json.Unmarshal, so the result is json.Unmarshal's in every case.
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,45 +82,209 @@ var asIs, rawInString = func() (enc, dec [256]bool) {
 	return enc, dec
 }()
 
+// shortEscapes holds, for each ASCII byte json.Marshal writes as a
+// two-byte escape, the escape's letter (" for \", n for \n...); 0 for
+// every other byte.
+var shortEscapes = func() (t [utf8.RuneSelf]byte) {
+	for b, esc := range asciiEscapes {
+		if len(esc) == 2 {
+			t[b] = esc[1]
+		}
+	}
+	return t
+}()
+
+// The string loops take 8 bytes at a time, as a little-endian word, and
+// classify all 8 at once (SWAR): a class is a mask with the high bit of
+// each of the word's bytes set where the byte is in the class.
+const (
+	lowBits  = 0x0101010101010101 // 1 in each byte
+	highBits = 0x8080808080808080 // the high bit of each byte
+	low7Bits = 0x7f7f7f7f7f7f7f7f
+	plainRun = 0x6161616161616161 // "aaaaaaaa", written as it is
+)
+
+// load64 is the 8 bytes of s from i, as a little-endian word (one load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// tailWord is the bytes of s from i to its end (len(s) >= 8, i in
+// len(s)-7 to len(s)-1) as the low bytes of a word, the bytes above them
+// plain: the tail of s classified at once, from its last 8 bytes.
+func tailWord(s string, i int) uint64 {
+	shift := 8 * uint(i-(len(s)-8))
+	return load64(s, len(s)-8)>>shift | plainRun<<(64-shift)
+}
+
+// classify marks the bytes of x that appendQuoted does not write as they
+// are: other, the non-ASCII bytes and the control characters; html, < >
+// and & (written \u00xx); quote, " and \ (written after a backslash).
+// Each test is a sum whose high bit is clear for the bytes it finds: b+0x60
+// for b < 0x20, and b^c+0x7f for b == c (< and >: b|2 == '>'). An ASCII
+// byte's sums never carry into the next byte, so html and quote are exact
+// when other is 0.
+func classify(x uint64) (other, html, quote uint64) {
+	notControl := x + 0x6060606060606060
+	notLtGt := ((x | 0x0202020202020202) ^ 0x3e3e3e3e3e3e3e3e) + low7Bits
+	notAmp := (x ^ 0x2626262626262626) + low7Bits
+	notQuote := (x ^ 0x2222222222222222) + low7Bits
+	notBackslash := (x ^ 0x5c5c5c5c5c5c5c5c) + low7Bits
+	return (x | ^notControl) & highBits, highBits &^ (notLtGt & notAmp), highBits &^ (notQuote & notBackslash)
+}
+
+// escapesExtra is the bytes the escapes of a word's html and quote bytes
+// add (5 and 1 each), from their masks: the sum of the word's bytes, one
+// multiplication adding them up in its top byte (at most 40).
+func escapesExtra(html, quote uint64) int {
+	return int((5*(html>>7) + quote>>7) * lowBits >> 56)
+}
+
 // quotedLen is the length of s as a JSON string written by appendQuoted.
 func quotedLen(s string) int {
 	n := len(s) + 2
-	for i := 0; i < len(s); {
-		if asIs[s[i]] {
-			i++
+	i := 0
+	for i+8 <= len(s) {
+		if other, html, quote := classify(load64(s, i)); other == 0 {
+			n += escapesExtra(html, quote)
+			i += 8
 			continue
 		}
-		if b := s[i]; b < utf8.RuneSelf {
-			n += len(asciiEscapes[b]) - 1
-			i++
-			continue
+		for end := i + 8; i < end; { // a rune may end past the word
+			extra, size := charExtra(s, i)
+			n += extra
+			i += size
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			n += len(`\ufffd`) - 1
-		case c == '\u2028' || c == '\u2029':
-			n += len(`\u2028`) - size
+	}
+	if i < len(s) && len(s) >= 8 {
+		if other, html, quote := classify(tailWord(s, i)); other == 0 {
+			return n + escapesExtra(html, quote)
 		}
+	}
+	for i < len(s) {
+		extra, size := charExtra(s, i)
+		n += extra
 		i += size
 	}
 	return n
 }
 
+// charExtra is, for the character at s[i], the bytes appendQuoted writes
+// beyond its own, and its length in s.
+func charExtra(s string, i int) (extra, size int) {
+	if b := s[i]; b < utf8.RuneSelf {
+		if asIs[b] {
+			return 0, 1
+		}
+		return len(asciiEscapes[b]) - 1, 1
+	}
+	c, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case c == utf8.RuneError && size == 1:
+		return len(`\ufffd`) - 1, 1
+	case c == '\u2028' || c == '\u2029':
+		return len(`\u2028`) - size, size
+	}
+	return 0, size
+}
+
 // appendQuoted appends s as a JSON string exactly as json.Marshal writes
 // it: HTML characters and U+2028/U+2029 escaped, each byte that is not
-// valid UTF-8 replaced by \ufffd.
+// valid UTF-8 replaced by \ufffd. It takes s 8 bytes at a time: a word of
+// ASCII bytes with nothing to escape but " and \ (a JSON body's) is written
+// by appendWord without a branch per byte; any other, character by
+// character, the runs written as they are copied at once.
 func appendQuoted(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if asIs[s[i]] {
-			i++
+	start, i := 0, 0 // s[start:i] is still to be written as it is
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		other, html, quote := classify(x)
+		if other|html != 0 {
+			dst, start, i = appendChars(dst, s, start, i, i+8)
 			continue
 		}
-		if b := s[i]; b < utf8.RuneSelf {
+		if start < i {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, asciiEscapes[b]...)
+		}
+		dst = appendWord(dst, x, quote, 8)
+		i += 8
+		start = i
+	}
+	if i < len(s) {
+		if len(s) >= 8 {
+			x := tailWord(s, i)
+			if other, html, quote := classify(x); other|html == 0 {
+				if start < i {
+					dst = append(dst, s[start:i]...)
+				}
+				dst = appendWord(dst, x, quote, len(s)-i)
+				return append(dst, '"')
+			}
+		}
+		dst, start, _ = appendChars(dst, s, start, i, len(s))
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendWord appends the low n bytes of x, ASCII bytes with nothing to
+// escape but those q marks (" and \), each of those after a backslash.
+func appendWord(dst []byte, x, q uint64, n int) []byte {
+	l := len(dst)
+	if q == 0 && cap(dst)-l >= 8 {
+		dst = dst[:l+8]
+		binary.LittleEndian.PutUint64(dst[l:], x)
+		return dst[:l+n]
+	}
+	// The word is written 8 bytes at a time from its next byte to write,
+	// each escaped byte written again after a backslash: at most 16 bytes
+	// written, and 8 more stored past them.
+	var scratch [24]byte
+	out := &scratch
+	direct := cap(dst)-l >= len(out)
+	if direct {
+		out = (*[24]byte)(dst[l : l+len(out)])
+	}
+	j := 0
+	for q != 0 {
+		shift := uint(bits.TrailingZeros64(q)) & 56 // 8 times k, the next byte to escape
+		k := int(shift >> 3)
+		binary.LittleEndian.PutUint64(out[j&15:], x)
+		j += k
+		out[j&15] = '\\'
+		j++
+		x >>= shift // the escaped byte first, written by the next store
+		q = q >> shift &^ 0x80
+		n -= k
+	}
+	binary.LittleEndian.PutUint64(out[j&15:], x)
+	j += n
+	if direct {
+		return dst[:l+j]
+	}
+	return append(dst, scratch[:j]...)
+}
+
+// appendChars appends the characters of s from i to end or just past it
+// (a rune may end past it), as appendQuoted: s[start:i] and the bytes
+// written as they are stay to be written, up to the first escape.
+func appendChars(dst []byte, s string, start, i, end int) ([]byte, int, int) {
+	for i < end {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if asIs[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			if e := shortEscapes[b]; e != 0 {
+				dst = append(dst, '\\', e)
+			} else {
+				dst = append(dst, asciiEscapes[b]...)
+			}
 			i++
 			start = i
 			continue
@@ -140,19 +306,33 @@ func appendQuoted(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return dst, start, i
 }
 
-// sortedKeys returns m's keys in json.Marshal's order (byte-wise), in buf
-// when they fit, so a small map's keys take no allocation.
-func sortedKeys[V any](m map[string]V, buf []string) []string {
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+// member is a map's member, collected for sorting.
+type member[V any] struct {
+	name  string
+	value V
+}
+
+// sortedMembers returns m's members in json.Marshal's order (names
+// byte-wise), in buf when they fit, so a small map's members take no
+// allocation and no lookup.
+func sortedMembers[V any](m map[string]V, buf []member[V]) []member[V] {
+	list := buf[:0]
+	for k, v := range m {
+		list = append(list, member[V]{k, v})
 	}
-	slices.Sort(keys)
-	return keys
+	if len(list) > len(buf) {
+		slices.SortFunc(list, func(a, b member[V]) int { return strings.Compare(a.name, b.name) })
+		return list
+	}
+	for i := 1; i < len(list); i++ { // insertion sort: few members, and names are distinct
+		for j := i; j > 0 && list[j].name < list[j-1].name; j-- {
+			list[j], list[j-1] = list[j-1], list[j]
+		}
+	}
+	return list
 }
 
 // encodedLen is the length of r's JSON, so Encode allocates its output
@@ -185,6 +365,9 @@ func encodedLen(r *Response) int {
 
 // intLen is the length of strconv.Itoa(n), without its allocation.
 func intLen(n int) int {
+	if 100 <= n && n <= 999 { // every HTTP status
+		return 3
+	}
 	var buf [24]byte
 	return len(strconv.AppendInt(buf[:0], int64(n), 10))
 }
@@ -223,32 +406,17 @@ func appendList(dst []byte, vs []string) []byte {
 // declaration order, the omitempty ones left out when empty, map keys
 // sorted.
 func appendResponse(dst []byte, r *Response) []byte {
-	var keyBuf [16]string // the keys of a map of ordinary size, on the stack
 	dst = append(dst, keyStatus...)
-	dst = strconv.AppendInt(dst, int64(r.StatusCode), 10)
+	if s := r.StatusCode; 100 <= s && s <= 999 {
+		dst = append(dst, byte('0'+s/100), byte('0'+s/10%10), byte('0'+s%10))
+	} else {
+		dst = strconv.AppendInt(dst, int64(s), 10)
+	}
 	if len(r.Headers) > 0 {
-		dst = append(dst, keyHeaders...)
-		for i, k := range sortedKeys(r.Headers, keyBuf[:]) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendQuoted(dst, k)
-			dst = append(dst, ':')
-			dst = appendQuoted(dst, r.Headers[k])
-		}
-		dst = append(dst, '}')
+		dst = appendHeaders(dst, r.Headers)
 	}
 	if len(r.MultiValueHeaders) > 0 {
-		dst = append(dst, keyMulti...)
-		for i, k := range sortedKeys(r.MultiValueHeaders, keyBuf[:]) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendQuoted(dst, k)
-			dst = append(dst, ':')
-			dst = appendList(dst, r.MultiValueHeaders[k])
-		}
-		dst = append(dst, '}')
+		dst = appendMulti(dst, r.MultiValueHeaders)
 	}
 	if len(r.Cookies) > 0 {
 		dst = append(dst, keyCookies[:len(keyCookies)-1]...)
@@ -260,6 +428,40 @@ func appendResponse(dst []byte, r *Response) []byte {
 	}
 	if r.IsBase64Encoded {
 		dst = append(dst, keyBase64...)
+	}
+	return append(dst, '}')
+}
+
+// appendHeaders appends the headers member, m not empty. Its members are
+// sorted on the stack when there are no more than an ordinary response's
+// (a function of its own, so that only a map there is pays for clearing
+// the buffer).
+func appendHeaders(dst []byte, m map[string]string) []byte {
+	var buf [16]member[string]
+	dst = append(dst, keyHeaders...)
+	for i, h := range sortedMembers(m, buf[:]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, h.name)
+		dst = append(dst, ':')
+		dst = appendQuoted(dst, h.value)
+	}
+	return append(dst, '}')
+}
+
+// appendMulti appends the multiValueHeaders member, m not empty, as
+// appendHeaders does the headers.
+func appendMulti(dst []byte, m map[string][]string) []byte {
+	var buf [16]member[[]string]
+	dst = append(dst, keyMulti...)
+	for i, h := range sortedMembers(m, buf[:]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, h.name)
+		dst = append(dst, ':')
+		dst = appendList(dst, h.value)
 	}
 	return append(dst, '}')
 }

@@ -147,6 +147,42 @@ func requireSameEncoding(t require.TestingT, r *Response) {
 	require.Equal(t, len(got), cap(got), "the output is sized up front")
 }
 
+// TestEncodeWordBoundaries checks, against json.Marshal, strings of every
+// length to 40 with one special character at every position, and to 20
+// with two: the string loops take 8 bytes at a time, then the tail from the
+// last 8, and write the end of the exact-size output through a scratch
+// buffer. The strings are a body (the end of the output), a header name and
+// value, and bodies of nothing but escapes.
+func TestEncodeWordBoundaries(t *testing.T) {
+	t.Parallel()
+	specials := []string{`"`, `\`, "<", ">", "&", "\n", "\x01", "\x1f", "\x7f", "é", "\u2028", "\u2029", "\ufffd", "\xff", "\xe2\x80", "😀", "\xf0\x9f\x98"}
+	check := func(s string) {
+		requireSameEncoding(t, &Response{StatusCode: 200, Body: s})
+		requireSameEncoding(t, &Response{StatusCode: 200, Headers: map[string]string{s: s}, Body: "x"})
+	}
+	for n := 0; n <= 40; n++ {
+		base := strings.Repeat("ab", n)[:n]
+		for i := 0; i <= n; i++ {
+			for _, sp := range specials {
+				s := base[:i] + sp + base[i:]
+				check(s)
+				if n > 20 {
+					continue
+				}
+				for j := i; j <= len(s); j++ {
+					for _, sp2 := range specials[:6] {
+						check(s[:j] + sp2 + s[j:])
+					}
+				}
+			}
+		}
+		check(strings.Repeat(`"`, n))
+		check(strings.Repeat(`\"`, n))
+		check(strings.Repeat(`a"`, n))
+		check(strings.Repeat(`<"`, n))
+	}
+}
+
 // FuzzStoredFormEncode builds a response from the fuzzer's strings, shape
 // bits choosing nil, empty or filled maps and lists, and requires
 // json.Marshal's bytes.
