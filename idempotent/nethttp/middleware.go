@@ -68,7 +68,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	x := &exchange{m: m, next: h.next, w: w, r: r}
 	var call idempotent.Call
-	var fpBuf *[]byte // the fingerprint's buffer, from the pool
+	var bodyBuf, fpBuf *[]byte // the body's and the fingerprint's buffers, from the pool
 	if !m.Disabled {
 		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
 		if err != nil {
@@ -88,11 +88,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			call.Key = key
-			if x.body, err = m.readBody(r); err != nil {
+			bodyBuf = buffers.Get().(*[]byte)
+			if x.body, err = m.readBody(r, (*bodyBuf)[:0]); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
-			fpBuf = fingerprints.Get().(*[]byte)
+			if x.body != nil {
+				*bodyBuf = x.body
+			}
+			fpBuf = buffers.Get().(*[]byte)
 			fp, err := httprules.AppendFingerprint((*fpBuf)[:0], &httprules.Request{
 				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type"), Body: x.body,
@@ -108,10 +112,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := m.Core.Do(ctx, call, x.work)
-	if fpBuf != nil && cap(*fpBuf) <= maxPooledFingerprint {
-		// Do hashed the fingerprint as it began and kept nothing of it. (A
-		// panic, re-raised by Do, leaves the buffer to the collector.)
-		fingerprints.Put(fpBuf)
+	if x.keyed {
+		// Do hashed the fingerprint as it began and kept nothing of it, and
+		// the handler is done with the body: a read after this fails, as a
+		// read of net/http's own body after the handler returned does. (A
+		// panic, re-raised by Do, leaves both buffers to the collector.)
+		x.reqBody.retire()
+		putBuffer(bodyBuf)
+		putBuffer(fpBuf)
 	}
 	switch {
 	case res.Ran && !x.keyed:
@@ -138,16 +146,23 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempot
 	writeProblem(w, p)
 }
 
-// fingerprints pool the buffers request fingerprints are built in: a
-// fingerprint holds the whole (canonical) body, and Do needs it only to hash
-// it. Buffers past maxPooledFingerprint are left to the collector, so one
-// large request does not pin its buffer.
-var fingerprints = sync.Pool{New: func() any { return new([]byte) }}
+// buffers pool the buffers request bodies are read into and fingerprints
+// built in (a fingerprint holds the whole, canonical, body): each is needed
+// only until Do returns. Buffers past maxPooled are left to the collector,
+// so one large request does not pin its buffer.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
-const maxPooledFingerprint = 64 << 10
+const maxPooled = 64 << 10
 
-// readBody reads the request body once, up to the limit.
-func (m *middleware) readBody(r *http.Request) ([]byte, error) {
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooled {
+		buffers.Put(b)
+	}
+}
+
+// readBody reads the request body once, up to the limit, into dst's
+// capacity when it is enough.
+func (m *middleware) readBody(r *http.Request, dst []byte) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -160,7 +175,7 @@ func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > 0 {
 		size = r.ContentLength + 1
 	}
-	buf := make([]byte, 0, min(size, m.maxBody+1))
+	buf := slices.Grow(dst[:0], int(min(size, m.maxBody+1)))
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, bytes.MinRead)
@@ -217,7 +232,7 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		x.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
 		return nil, nil
 	}
-	x.reqBody.Reset(x.body)
+	x.reqBody.r.Reset(x.body)
 	r.Body = &x.reqBody
 	x.c.init(x.w, x.m.maxBody)
 	x.run(r)
@@ -248,11 +263,44 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	return httprules.Encode(&stored)
 }
 
-// requestBody gives the handler the body read before it ran.
-type requestBody struct{ bytes.Reader }
+// requestBody gives the handler the body read before it ran, from a
+// pooled buffer: once the handler is done, retire makes every later read
+// fail, so that a handler that leaves a goroutine reading its body (which
+// net/http forbids) can never read another request's.
+type requestBody struct {
+	mu      sync.Mutex
+	r       bytes.Reader
+	retired bool
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.retired {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.r.Read(p)
+}
+
+// WriteTo lets io.Copy skip a buffer, as the body io.NopCloser gave did.
+func (b *requestBody) WriteTo(w io.Writer) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.retired {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.r.WriteTo(w)
+}
 
 // Close does nothing, as io.NopCloser's.
 func (*requestBody) Close() error { return nil }
+
+func (b *requestBody) retire() {
+	b.mu.Lock()
+	b.retired = true
+	b.r.Reset(nil)
+	b.mu.Unlock()
+}
 
 // replayable reports whether every header name and value is valid UTF-8, so
 // that the stored form gives them back unchanged.

@@ -665,3 +665,23 @@ func TestHeaderAsOfWriteHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyReadAfterHandler: the body's buffer is reused once the handler is
+// done, so a read after that (which net/http forbids: its own body fails
+// the same way) fails instead of reading another request's body.
+func TestBodyReadAfterHandler(t *testing.T) {
+	t.Parallel()
+	bodies := make(chan io.Reader, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bodies <- r.Body // kept past the handler's end, unread
+		w.WriteHeader(http.StatusAccepted)
+	})
+	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	require.Equal(t, http.StatusAccepted, send(t, client, base, req{key: "a", body: `{"secret":"first"}`}).status)
+	require.Equal(t, http.StatusAccepted, send(t, client, base, req{key: "b", body: `{"secret":"second"}`}).status)
+	for range 2 {
+		n, err := (<-bodies).Read(make([]byte, 64))
+		assert.Zero(t, n)
+		assert.ErrorIs(t, err, http.ErrBodyReadAfterClose)
+	}
+}
