@@ -476,13 +476,11 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		finishStart = time.Now()
 	}
 
-	// The store may keep done.Data, which nothing else holds, uncopied; not
-	// with the local cache, whose replays hand the same bytes to callers.
-	cerr := e.completeRecord(ctx, done, finishStart, !encErr && e.cache == nil)
+	cerr := e.completeRecord(ctx, done, finishStart)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
-		cerr = e.completeRecord(ctx, done, time.Now(), false)
+		cerr = e.completeRecord(ctx, done, time.Now())
 	}
 	switch {
 	case cerr != nil:
@@ -589,18 +587,11 @@ func finishContextAt(ctx context.Context, now time.Time) *deadlineCtx {
 }
 
 // completeRecord stores rec, with a finish context from start (a reading of
-// the real clock). owned says that nothing else holds rec.Data, so the
-// memory store need not copy it.
-func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time, owned bool) error {
+// the real clock).
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time) error {
 	fctx := finishContextAt(ctx, start)
 	defer fctx.cancel()
-	var err error
-	if ms, ok := e.store.(*MemoryStore); ok && owned {
-		err = ms.complete(fctx, &rec, false)
-	} else {
-		err = e.store.Complete(fctx, rec)
-	}
-	if err != nil {
+	if err := e.store.Complete(fctx, rec); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
 			return err
 		}

@@ -9,12 +9,9 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 )
 
-// Without the local cache the engine hands the memory store its encoded
-// response uncopied: a caller's later change to the response it got, or to
-// a replay, must still never reach the stored record.
-//
-// With the local cache, replays come from the cached record: they must not
-// hand it out either.
+// A caller's later change to the response it got, or to a replay, never
+// reaches the stored record; with the local cache, replays come from the
+// cached record, and must not hand it out either.
 func TestMemoryStoreKeepsResponseFromCallerChanges(t *testing.T) {
 	for _, tt := range []struct {
 		name string

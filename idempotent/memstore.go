@@ -54,22 +54,13 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 
 // Complete implements storage.Store.
 func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
-	return s.complete(ctx, &rec, true)
-}
-
-// complete is Complete; copyData false keeps rec.Data itself, for the engine
-// when nothing else holds it.
-func (s *MemoryStore) complete(ctx context.Context, rec *storage.Record, copyData bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if size, limit := recordSize(rec), s.limit(); size > limit {
+	if size, limit := recordSize(&rec), s.limit(); size > limit {
 		return fmt.Errorf("%w: %d bytes (limit %d)", storage.ErrTooLarge, size, limit)
 	}
-	data := rec.Data
-	if copyData {
-		data = append([]byte(nil), data...) // outside the lock
-	}
+	data := append([]byte(nil), rec.Data...) // outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.records[rec.ID]
