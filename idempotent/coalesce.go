@@ -111,7 +111,7 @@ func (e *Engine) coalesce(ctx context.Context, j *job) (Result, error) {
 		e.mu.Lock()
 		f := e.flights[j.id]
 		if f == nil {
-			j.f = &flight{}
+			j.f = &j.own // a field of the job: no allocation of its own
 			if e.flights == nil {
 				e.flights = make(map[string]*flight)
 			}
@@ -125,6 +125,7 @@ func (e *Engine) coalesce(ctx context.Context, j *job) (Result, error) {
 		}
 		// The flight had nothing for this call: try again, as the leader
 		// of a new flight once this one is gone.
+		j.followed = true
 		e.retire(j.id, f)
 	}
 }

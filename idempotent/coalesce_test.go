@@ -231,3 +231,33 @@ func TestCoalescingPastALapsedLeaseGoesToTheStore(t *testing.T) {
 	assert.EqualValues(t, 2, r.Run)
 	assert.Equal(t, before+1, store.claims.Load())
 }
+
+// TestFollowerThatLeadsClaimsFromNow: a duplicate that waited on a leader
+// that failed, and then claims itself, takes its lease from the clock as it
+// claims, not from when it was called: a lease counted from a stale reading
+// could end while its handler still runs.
+func TestFollowerThatLeadsClaimsFromNow(t *testing.T) {
+	t.Parallel()
+	const waited = time.Hour
+	store := newSpyStore()
+	clk := newClock()
+	g := newGate()
+	var runs atomic.Int32
+	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+		if runs.Add(1) == 1 {
+			close(g.started)
+			<-g.release
+			clk.Advance(waited) // while the duplicate waits
+			return receipt{}, errors.New("card declined")
+		}
+		return receipt{OrderID: o.ID, Run: 2}, nil
+	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow),
+		idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second))
+
+	outs, errs := duplicates(t, g, 2, true, h, func(int) order { return order{ID: "o"} })
+	require.EqualError(t, errs[0], "card declined")
+	require.NoError(t, errs[1])
+	assert.EqualValues(t, 2, outs[1].Run, "the duplicate ran after the leader failed")
+	rec := store.claimed()
+	assert.True(t, rec.LeaseExpiresAt.After(clk.Now()), "lease ends %v, after the claim at %v", rec.LeaseExpiresAt, clk.Now())
+}

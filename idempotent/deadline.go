@@ -3,6 +3,7 @@ package idempotent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,8 @@ import (
 type deadlineCtx struct {
 	context.Context
 	deadline time.Time // the earlier of the parent's and the one asked for
+
+	ended atomic.Bool // err is set: Err reads it only then, so a live context's Err takes no lock
 
 	mu         sync.Mutex
 	done       chan struct{} // made by the first Done
@@ -70,13 +73,12 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 }
 
 func (c *deadlineCtx) Err() error {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if err != nil {
-		return err
+	if c.ended.Load() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.err
 	}
-	if err = c.check(); err != nil {
+	if err := c.check(); err != nil {
 		return c.end(err)
 	}
 	return nil
@@ -104,6 +106,7 @@ func (c *deadlineCtx) end(err error) error {
 		return c.err
 	}
 	c.err = err
+	c.ended.Store(true)
 	if c.done != nil {
 		close(c.done)
 	}

@@ -72,7 +72,11 @@ type job struct {
 	id, fp string
 	start  time.Time
 	r      runner
-	f      *flight // the flight this call leads
+	f      *flight // the flight this call leads: own, once it leads
+	own    flight
+	// followed says the call waited on another's flight before it led: its
+	// start is no longer a fresh reading of the clock.
+	followed bool
 }
 
 // Result is the answer of Engine.Do.
@@ -256,13 +260,14 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 	id, fp, start := j.id, j.fp, j.start
 	var waited time.Duration
 	poll := firstPoll
-	for {
+	now := start // a first claim straight from Do counts from the call's start: one clock read less
+	if j.followed {
+		now = e.cfg.now()
+	}
+	for ; ; now = e.cfg.now() {
 		// The work's deadline is measured from here, no later than the
 		// instant the lease is computed from, so a slow claim shortens the
-		// work's time instead of letting it outlive the lease. (One clock
-		// read when the clock is the real one: reads are not free on every
-		// host.)
-		now := e.cfg.now()
+		// work's time instead of letting it outlive the lease.
 		claimStart := now
 		if e.cfg.clockSet {
 			claimStart = time.Now()
@@ -476,11 +481,11 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		finishStart = time.Now()
 	}
 
-	cerr := e.completeRecord(ctx, done, finishStart)
+	cerr := e.completeRecord(ctx, done, finishStart, &w.finish)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
-		cerr = e.completeRecord(ctx, done, time.Now())
+		cerr = e.completeRecord(ctx, done, time.Now(), new(deadlineCtx))
 	}
 	switch {
 	case cerr != nil:
@@ -501,11 +506,12 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	return res, nil
 }
 
-// workCtx is the work's context: the deadline over the invocation, in one
-// allocation.
+// workCtx is the work's context (the deadline over the invocation) and the
+// context of the completion that follows, in one allocation.
 type workCtx struct {
 	deadlineCtx
-	inv invocationCtx
+	inv    invocationCtx
+	finish deadlineCtx
 }
 
 // encodingError is Wrap's word that the handler ran but its response cannot
@@ -579,17 +585,25 @@ func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // finishContextAt is finishContext from now, a reading of the real clock
 // just taken.
 func finishContextAt(ctx context.Context, now time.Time) *deadlineCtx {
+	c := new(deadlineCtx)
+	c.initFinish(ctx, now)
+	return c
+}
+
+// initFinish makes the zero c what finishContextAt returns, in memory the
+// caller chose.
+func (c *deadlineCtx) initFinish(ctx context.Context, now time.Time) {
 	timeout := finishTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, max(deadline.Sub(now), minFinish))
 	}
-	return withLazyDeadline(context.WithoutCancel(ctx), now.Add(timeout))
+	c.init(context.WithoutCancel(ctx), now.Add(timeout))
 }
 
 // completeRecord stores rec, with a finish context from start (a reading of
-// the real clock).
-func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time) error {
-	fctx := finishContextAt(ctx, start)
+// the real clock) made in fctx, a zero deadlineCtx.
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time, fctx *deadlineCtx) error {
+	fctx.initFinish(ctx, start)
 	defer fctx.cancel()
 	if err := e.store.Complete(fctx, rec); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
@@ -668,12 +682,16 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 // finish reports a call's outcome to the hook and the log, and returns the
 // event's error for the caller.
 func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
+	level, log := outcomeLevel(ev), e.logger()
+	logs := log.Enabled(ctx, level)
+	if e.cfg.onOutcome == nil && !logs {
+		return ev.Err // no one to tell: not even a clock read
+	}
 	ev.Duration = e.cfg.now().Sub(start)
 	if e.cfg.onOutcome != nil {
 		e.cfg.onOutcome(ctx, ev)
 	}
-	level := outcomeLevel(ev)
-	if log := e.logger(); log.Enabled(ctx, level) {
+	if logs {
 		attrs := make([]slog.Attr, 0, 7)
 		attrs = append(attrs,
 			slog.String("outcome", ev.Outcome.String()),

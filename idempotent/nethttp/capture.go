@@ -23,13 +23,18 @@ const (
 // receives a response that its retry would not get back. A Flush, or a body
 // past the limit, makes it pass the response through instead (see pass).
 //
+// The handler's header is the real writer's own map, as without the
+// middleware: nothing reaches the client before the real writer's
+// WriteHeader, and the capture puts the map back as of the handler's
+// WriteHeader (or as outer middleware left it, for a problem) before that.
+//
 // It offers http.Flusher (and FlushError, SetReadDeadline and
 // SetWriteDeadline for http.ResponseController) but not http.Hijacker: a
 // hijacked connection's bytes could be neither stored nor replayed.
 type capture struct {
-	w      http.ResponseWriter // the real writer
-	header http.Header         // what the handler sees as w.Header()
-	limit  int64
+	w     http.ResponseWriter // the real writer
+	outer headerSnapshot      // its header before the handler ran: what outer middleware set
+	limit int64
 
 	status int            // 0 until the handler writes a final status
 	snap   headerSnapshot // the header as of the final status, as net/http snapshots it
@@ -40,12 +45,10 @@ type capture struct {
 
 // init readies c to capture a response meant for w.
 func (c *capture) init(w http.ResponseWriter, limit int64) {
-	// The handler sees the headers outer middleware set, as it would without
-	// this one.
-	c.w, c.header, c.limit = w, w.Header().Clone(), limit
+	c.w, c.outer, c.limit = w, snapshotOf(w.Header()), limit
 }
 
-func (c *capture) Header() http.Header { return c.header }
+func (c *capture) Header() http.Header { return c.w.Header() }
 
 // WriteHeader records the status and a snapshot of the header, as net/http
 // does. Informational statuses (1xx) are dropped: they are neither sent nor
@@ -57,7 +60,7 @@ func (c *capture) WriteHeader(code int) {
 	if c.status != 0 || code < 200 {
 		return
 	}
-	c.status, c.snap = code, snapshotOf(c.header)
+	c.status, c.snap = code, snapshotOf(c.w.Header())
 	if c.passed != "" {
 		c.commit()
 	}
@@ -110,17 +113,10 @@ func (c *capture) pass(reason string) {
 	c.commit()
 }
 
-// commit sends the status, the header and the buffered body to the client.
+// commit sends the status, the header as of the handler's WriteHeader and
+// the buffered body to the client.
 func (c *capture) commit() {
-	h, sent := c.w.Header(), c.sentHeader()
-	for k, v := range sent {
-		h[k] = v
-	}
-	for k := range h {
-		if _, ok := sent[k]; !ok {
-			delete(h, k) // deleted by the handler
-		}
-	}
+	c.snap.restore(c.w.Header())
 	c.w.WriteHeader(c.status)
 	if c.body.Len() > 0 {
 		_, _ = c.w.Write(c.body.Bytes()) // a gone client is the handler's to notice on its next write
@@ -138,41 +134,45 @@ func (c *capture) settle() {
 
 // deliver sends the buffered response, once the record is settled, with the
 // trailers the handler set (declared in a Trailer header, or named with
-// http.TrailerPrefix).
+// http.TrailerPrefix): taken aside before commit puts the header back as of
+// WriteHeader, and set again after it, when net/http sends them as trailers.
 func (c *capture) deliver() {
 	if c.passed != "" {
 		return
 	}
-	c.commit()
-	c.trailers()
-}
-
-func (c *capture) trailers() {
-	declared := c.sentHeader().Values("Trailer")
-	for k, v := range c.header {
+	h := c.w.Header()
+	var trailers []snapshotEntry
+	for k, v := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
-			c.w.Header()[k] = v
+			trailers = append(trailers, snapshotEntry{k, v})
 		}
 	}
-	for _, list := range declared {
+	for _, list := range c.sentHeader().Values("Trailer") {
 		for name := range strings.SplitSeq(list, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
-				if v, ok := c.header[name]; ok {
-					c.w.Header()[name] = v
+				if v, ok := h[name]; ok {
+					trailers = append(trailers, snapshotEntry{name, v})
 				}
 			}
 		}
 	}
+	c.commit()
+	for _, t := range trailers {
+		h[t.name] = t.values
+	}
 }
+
+// discard puts the real writer's header back as outer middleware left it,
+// for an answer that is not the handler's (a problem after a panic).
+func (c *capture) discard() { c.outer.restore(c.w.Header()) }
 
 // storedHeader returns the header of the response as the handler set it,
 // for the record: without the headers outer middleware set (with the same
 // values) before this one, which they set again for a duplicate, and without
-// trailers. Called before deliver, while the real writer's header is still
-// the outer middleware's. The header filter of httprules drops the rest.
+// trailers. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
-	outer, sent := c.w.Header(), c.sentHeader()
-	if len(outer) == 0 && !hasTrailers(sent) {
+	sent := c.sentHeader()
+	if len(c.outer) == 0 && !hasTrailers(sent) {
 		return sent // all of it: the filter copies what it keeps
 	}
 	out := make(map[string][]string, len(sent))
@@ -180,7 +180,7 @@ func (c *capture) storedHeader() map[string][]string {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		if ov, ok := outer[k]; ok && slices.Equal(ov, v) {
+		if ov, ok := c.outer.lookup(k); ok && slices.Equal(ov, v) {
 			continue
 		}
 		out[k] = v
@@ -201,7 +201,7 @@ func hasTrailers(h http.Header) bool {
 // sentHeader is the header as of the final status (see snapshotOf).
 func (c *capture) sentHeader() http.Header {
 	if c.sent == nil {
-		c.sent = c.snap.header(c.header)
+		c.sent = c.snap.header(c.w.Header())
 	}
 	return c.sent
 }
@@ -251,6 +251,28 @@ func (s headerSnapshot) header(current http.Header) http.Header {
 		h[e.name] = e.values
 	}
 	return h
+}
+
+// restore makes h hold exactly the snapshot's names and values (a map
+// that already does is left alone).
+func (s headerSnapshot) restore(h http.Header) {
+	if s.matches(h) {
+		return
+	}
+	clear(h)
+	for _, e := range s {
+		h[e.name] = e.values
+	}
+}
+
+// lookup returns the values of the header named name (in canonical form).
+func (s headerSnapshot) lookup(name string) ([]string, bool) {
+	for _, e := range s {
+		if e.name == name {
+			return e.values, true
+		}
+	}
+	return nil, false
 }
 
 func (s headerSnapshot) matches(h http.Header) bool {

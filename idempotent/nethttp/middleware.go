@@ -348,6 +348,7 @@ func (x *exchange) answerRun(ctx context.Context) {
 	if x.c.passed != "" {
 		panic(http.ErrAbortHandler)
 	}
+	x.c.discard()
 	writeProblem(x.w, httprules.Internal())
 }
 

@@ -235,6 +235,8 @@ func TestPanic(t *testing.T) {
 	var runs atomic.Int32
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
+			w.Header().Set("X-Partial", "1")
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1"})
 			_, _ = io.WriteString(w, "partial")
 			panic(errors.New("boom"))
 		}
@@ -242,7 +244,10 @@ func TestPanic(t *testing.T) {
 	})
 	var logs testlog.Buffer
 	base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithLogger(testlog.Logger(&logs)))
-	requireProblem(t, send(t, client, base, req{key: "k"}), http.StatusInternalServerError, nethttp.ProblemInternal)
+	first := send(t, client, base, req{key: "k"})
+	requireProblem(t, first, http.StatusInternalServerError, nethttp.ProblemInternal)
+	assert.Empty(t, first.header.Get("X-Partial"), "the problem carries none of the failed handler's headers")
+	assert.Empty(t, first.header.Values("Set-Cookie"))
 	assert.Contains(t, logs.String(), "nethttp: handler failed")
 	assert.Contains(t, logs.String(), "boom")
 	assert.NotContains(t, logs.String(), `"k"`, "no raw key in the logs")
@@ -684,4 +689,30 @@ func TestBodyReadAfterHandler(t *testing.T) {
 		assert.Zero(t, n)
 		assert.ErrorIs(t, err, http.ErrBodyReadAfterClose)
 	}
+}
+
+// TestTrailersAfterFlush: a response that passes through (flushed) is the
+// handler's own, trailers included, as without the middleware.
+func TestTrailersAfterFlush(t *testing.T) {
+	t.Parallel()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		_, _ = io.WriteString(w, "part one;")
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, "part two")
+		w.Header().Set("X-Checksum", "abc")
+		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
+	})
+	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/payments", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
+	resp, err := client.Do(r)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "part one;part two", string(body))
+	assert.Equal(t, "abc", resp.Trailer.Get("X-Checksum"))
+	assert.Equal(t, "u", resp.Trailer.Get("X-Undeclared"))
 }
