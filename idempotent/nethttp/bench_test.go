@@ -42,14 +42,16 @@ var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request)
 })
 
 // benchWriter is a ResponseWriter that keeps nothing, its header map reused.
+// Like net/http's own writer, it is an io.StringWriter.
 type benchWriter struct {
 	h      http.Header
 	status int
 }
 
-func (w *benchWriter) Header() http.Header         { return w.h }
-func (w *benchWriter) WriteHeader(code int)        { w.status = code }
-func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *benchWriter) Header() http.Header               { return w.h }
+func (w *benchWriter) WriteHeader(code int)              { w.status = code }
+func (w *benchWriter) Write(p []byte) (int, error)       { return len(p), nil }
+func (w *benchWriter) WriteString(s string) (int, error) { return len(s), nil }
 
 func (w *benchWriter) reset() { clear(w.h); w.status = 0 }
 

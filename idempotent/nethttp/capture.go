@@ -1,8 +1,8 @@
 package nethttp
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -36,11 +36,11 @@ type capture struct {
 	outer headerSnapshot      // its header before the handler ran: what outer middleware set
 	limit int64
 
-	status int            // 0 until the handler writes a final status
-	snap   headerSnapshot // the header as of the final status, as net/http snapshots it
-	sent   http.Header    // that header as a map, once asked for (sentHeader)
-	body   bytes.Buffer
-	passed string // why the response passed through; "" while buffering
+	status int             // 0 until the handler writes a final status
+	snap   headerSnapshot  // the header as of the final status, as net/http snapshots it
+	sent   http.Header     // that header as a map, once asked for (sentHeader)
+	body   strings.Builder // a string: the stored form takes it without a copy
+	passed string          // why the response passed through; "" while buffering
 }
 
 // init readies c to capture a response meant for w.
@@ -67,16 +67,31 @@ func (c *capture) WriteHeader(code int) {
 }
 
 func (c *capture) Write(p []byte) (int, error) {
+	if c.buffering(len(p)) {
+		return c.body.Write(p)
+	}
+	return c.w.Write(p)
+}
+
+// WriteString is Write without a copy of s, as net/http's writer offers it
+// (io.WriteString and fmt use it).
+func (c *capture) WriteString(s string) (int, error) {
+	if c.buffering(len(s)) {
+		return c.body.WriteString(s)
+	}
+	return io.WriteString(c.w, s)
+}
+
+// buffering readies a write of n bytes, and says whether it goes to the
+// buffer or (past the limit, or after a flush) straight to the client.
+func (c *capture) buffering(n int) bool {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
-	if c.passed == "" && int64(c.body.Len())+int64(len(p)) > c.limit {
+	if c.passed == "" && int64(c.body.Len())+int64(n) > c.limit {
 		c.pass(passTooLarge)
 	}
-	if c.passed != "" {
-		return c.w.Write(p)
-	}
-	return c.body.Write(p)
+	return c.passed == ""
 }
 
 // Flush passes the response through: what is buffered is sent, and what
@@ -119,7 +134,9 @@ func (c *capture) commit() {
 	c.snap.restore(c.w.Header())
 	c.w.WriteHeader(c.status)
 	if c.body.Len() > 0 {
-		_, _ = c.w.Write(c.body.Bytes()) // a gone client is the handler's to notice on its next write
+		// A gone client is the handler's to notice on its next write. (net/http's
+		// writer is an io.StringWriter: no copy.)
+		_, _ = io.WriteString(c.w, c.body.String())
 		c.body.Reset()
 	}
 }

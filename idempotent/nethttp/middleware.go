@@ -66,7 +66,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	x := &exchange{m: m, next: h.next, w: w, r: r}
+	x := &exchange{h: h, w: w, r: r}
 	var call idempotent.Call
 	var bodyBuf, fpBuf *[]byte // the body's and the fingerprint's buffers, from the pool
 	if !m.Disabled {
@@ -208,8 +208,7 @@ func (m *middleware) readError(err error) error {
 // exchange is one request on its way through the core: the work and accept
 // the core calls, and what they found.
 type exchange struct {
-	m     *middleware
-	next  http.Handler
+	h     *handler
 	w     http.ResponseWriter
 	r     *http.Request
 	keyed bool   // the call has a key: the core keeps a record of it
@@ -229,12 +228,12 @@ type exchange struct {
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	r := x.r.WithContext(ctx)
 	if !x.keyed {
-		x.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
+		x.h.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
 		return nil, nil
 	}
 	x.reqBody.r.Reset(x.body)
 	r.Body = &x.reqBody
-	x.c.init(x.w, x.m.maxBody)
+	x.c.init(x.w, x.h.m.maxBody)
 	x.run(r)
 	c := &x.c
 	switch {
@@ -246,21 +245,37 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		// The client has (part of) the response already, and the record
 		// cannot hold it: completed without it, so a retry never runs the
 		// handler again and gets 409 response-not-stored.
-		return nil, x.m.Core.NotStored(errors.New(c.passed))
+		return nil, x.h.m.Core.NotStored(errors.New(c.passed))
 	}
 	header := c.storedHeader()
 	if !replayable(header) {
 		// JSON would change bytes that are not UTF-8: a replay would differ.
-		return nil, x.m.Core.NotStored(errors.New("a response header is not valid UTF-8"))
+		return nil, x.h.m.Core.NotStored(errors.New("a response header is not valid UTF-8"))
 	}
 	resp := httprules.Response{StatusCode: c.status, MultiValueHeaders: header}
-	if b := c.body.Bytes(); utf8.Valid(b) {
-		resp.Body = string(b)
+	if b := c.body.String(); utf8.ValidString(b) {
+		resp.Body = b
 	} else {
-		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+		resp.Body, resp.IsBase64Encoded = base64String(b), true
 	}
-	stored := x.m.Filter.Stored(&resp)
+	stored := x.h.m.Filter.Stored(&resp)
 	return httprules.Encode(&stored)
+}
+
+// base64String is base64.StdEncoding.EncodeToString of s, without a copy
+// of s as a []byte (a binary body may be megabytes).
+func base64String(s string) string {
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(len(s)))
+	var in [3 << 8]byte  // a multiple of 3: no padding but at the end
+	var out [4 << 8]byte // its encoding
+	for len(s) > 0 {
+		n := copy(in[:], s)
+		base64.StdEncoding.Encode(out[:], in[:n])
+		b.Write(out[:base64.StdEncoding.EncodedLen(n)])
+		s = s[n:]
+	}
+	return b.String()
 }
 
 // requestBody gives the handler the body read before it ran, from a
@@ -326,7 +341,7 @@ func (x *exchange) run(r *http.Request) {
 		}
 		x.c.settle()
 	}()
-	x.next.ServeHTTP(&x.c, r)
+	x.h.next.ServeHTTP(&x.c, r)
 }
 
 // answerRun answers a keyed request that ran the handler, once the record
@@ -343,7 +358,7 @@ func (x *exchange) answerRun(ctx context.Context) {
 	if pe.Value == http.ErrAbortHandler { // compared as net/http does
 		panic(http.ErrAbortHandler)
 	}
-	x.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
+	x.h.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
 		slog.String("method", x.r.Method), slog.String("error", x.err.Error()), slog.String("stack", string(pe.Stack)))
 	if x.c.passed != "" {
 		panic(http.ErrAbortHandler)

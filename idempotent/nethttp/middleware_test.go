@@ -536,6 +536,9 @@ func TestBinaryBodyAndNoWrite(t *testing.T) {
 		assert.Equal(t, http.StatusOK, second.status)
 		assert.True(t, second.replayed())
 		assert.Equal(t, first.body, second.body)
+		if path == "/bin" {
+			assert.Equal(t, string(bin), second.body)
+		}
 	}
 }
 
