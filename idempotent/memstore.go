@@ -17,8 +17,10 @@ type MemoryStore struct {
 	// MaxItemBytes overrides storage.DefaultMaxItemBytes when positive.
 	MaxItemBytes int
 
-	mu      sync.Mutex
-	records map[string]storage.Record
+	mu sync.Mutex
+	// records are held by pointer: a growing map then moves pointers, not
+	// whole records, and an update changes a record where it is.
+	records map[string]*storage.Record
 }
 
 var _ storage.Store = (*MemoryStore)(nil)
@@ -36,10 +38,10 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	defer s.mu.Unlock()
 	old, exists := s.records[rec.ID]
 	if exists && old.Lease != rec.Lease && !old.Replaceable(&rec, now) {
-		return storage.ClaimResult{Existing: cloneRecord(&old)}, nil
+		return storage.ClaimResult{Existing: cloneRecord(old)}, nil
 	}
 	if s.records == nil {
-		s.records = make(map[string]storage.Record)
+		s.records = make(map[string]*storage.Record)
 	}
 	rec.Data = append([]byte(nil), rec.Data...)
 	rec.Steps = nil // never the caller's: none, or the old record's below
@@ -47,7 +49,7 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	if exists && old.Resumable(&rec, now) {
 		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
 	}
-	s.records[rec.ID] = rec
+	s.records[rec.ID] = &rec
 	tookOver := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
 	return storage.ClaimResult{Claimed: true, TookOver: tookOver, Steps: kept}, nil
 }
@@ -72,7 +74,6 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	old.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0) // as normalizeTimes
 	old.LeaseExpiresAt = time.Time{}
 	old.Steps = nil
-	s.records[rec.ID] = old
 	return nil
 }
 
@@ -87,12 +88,12 @@ func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step sto
 	if !ok || old.Lease != lease || old.Status != storage.StatusInProgress {
 		return storage.ErrLeaseLost
 	}
-	grown := old
+	grown := *old
 	grown.Steps = append(cloneSteps(old.Steps), storage.Step{Name: step.Name, Data: append([]byte(nil), step.Data...)})
 	if size, limit := recordSize(&grown), s.limit(); size > limit {
 		return fmt.Errorf("%w: %d bytes with step %q (limit %d)", storage.ErrTooLarge, size, step.Name, limit)
 	}
-	s.records[id] = grown
+	*old = grown
 	return nil
 }
 
@@ -111,7 +112,6 @@ func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd ti
 		return storage.ErrLeaseLost
 	}
 	old.LeaseExpiresAt = time.UnixMilli(leaseEnd.UnixMilli())
-	s.records[id] = old
 	return nil
 }
 
