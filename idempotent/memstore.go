@@ -49,7 +49,9 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	if exists && old.Resumable(&rec, now) {
 		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
 	}
-	s.records[rec.ID] = &rec
+	held := new(storage.Record) // not &rec: that would put every claim's rec on the heap, refused ones too
+	*held = rec
+	s.records[rec.ID] = held
 	tookOver := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
 	return storage.ClaimResult{Claimed: true, TookOver: tookOver, Steps: kept}, nil
 }
