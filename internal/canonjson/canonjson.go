@@ -82,18 +82,28 @@ const maxPooled = 64 << 10
 // The position and the output are local variables of parse rather than
 // fields: they stay in registers or on the stack, and storing a slice in the
 // parser, which lives on the heap, would cost a GC write barrier each time.
+// The stacks of frames and members are the other way round: parse keeps
+// only how many are in use, so that it holds fewer values than there are
+// registers (else the compiler moves them between registers and the stack
+// at every jump between its states); frames and members are kept as long
+// as their capacity.
 type parser struct {
-	frames  []frame     // the arrays and objects open around the innermost one
-	members []member    // the members of every object open, innermost last
-	keys    []byte      // decoded keys that held escapes, of the objects open
-	order   []sortEntry // a closed object's members in key order
-	scratch []byte      // a string's decoded content; an object's members while reordered
+	frames  []int        // the arrays and objects open around the innermost one
+	members []member     // the members of every object open, innermost last
+	keys    []byte       // decoded keys that held escapes
+	order   []sortEntry  // a closed object's members in key order
+	runs    []membersRun // the same, as runs of members to copy at once
+	shape   []uint64     // the prefixes of the object runs is for, if distinct
+	scratch []byte       // a string's decoded content; an object's members while reordered
 }
 
-// frame is an array or object open. For an object, its members start at
-// parser.members[member] and its escaped keys at parser.keys[key]; member is
-// -1 for an array, and -2 for none (around the document's value).
-type frame struct{ member, key int }
+// The frames of parse, the arrays and objects open, are each an int: for an
+// object, where its members start in parser.members; inArray for an array;
+// inDocument around the document's value.
+const (
+	inArray    = -1
+	inDocument = -2
+)
 
 // member is one object member, written to the output as `"key":value`
 // from offset start up to the comma before the next member (or the end of
@@ -116,10 +126,10 @@ type sortEntry struct {
 }
 
 func (p *parser) release() {
-	p.frames, p.members, p.order = p.frames[:0], p.members[:0], p.order[:0]
+	p.order, p.runs, p.shape = p.order[:0], p.runs[:0], p.shape[:0]
 	p.keys, p.scratch = p.keys[:0], p.scratch[:0]
-	if cap(p.frames)*16 > maxPooled || cap(p.members)*40 > maxPooled || cap(p.order)*16 > maxPooled ||
-		cap(p.keys) > maxPooled || cap(p.scratch) > maxPooled {
+	if cap(p.frames)*8 > maxPooled || cap(p.members)*40 > maxPooled || cap(p.order)*16 > maxPooled ||
+		cap(p.runs)*16 > maxPooled || cap(p.shape)*8 > maxPooled || cap(p.keys) > maxPooled || cap(p.scratch) > maxPooled {
 		return // let it go rather than keep it
 	}
 	parsers.Put(p)
@@ -143,7 +153,8 @@ func invalid(data []byte, pos int, what string) error {
 // parse appends the canonical form of data, one JSON value, to out. It is a
 // loop over the states below, the open arrays and objects on a stack
 // (top, the innermost, and the others in p.frames) rather than in recursive
-// calls: a value starts, a value ended, an object key starts.
+// calls: a value starts, a value ended, an object key starts, an object
+// member's value ended.
 //
 // Most of a compact document is written as it is (punctuation, numbers,
 // literals, strings with nothing to escape): rather than append each token,
@@ -155,10 +166,10 @@ func invalid(data []byte, pos int, what string) error {
 func (p *parser) parse(out, data []byte) ([]byte, error) {
 	var (
 		pos, run int
-		top      = frame{member: -2}
-		members  = p.members[:0]
+		top      = inDocument // the innermost frame
+		depth    int          // the frames around it, in p.frames[:depth]
+		nm       int          // the members of the objects open, in p.members[:nm]
 	)
-	p.frames = p.frames[:0]
 
 value: // A value, or white space before it, starts at pos.
 	if pos < len(data) && data[pos] <= ' ' {
@@ -169,8 +180,12 @@ value: // A value, or white space before it, starts at pos.
 	}
 	switch data[pos] {
 	case '{':
-		p.frames = append(p.frames, top)
-		top = frame{len(members), len(p.keys)}
+		if depth == len(p.frames) {
+			p.grow()
+		}
+		p.frames[depth] = top
+		depth++
+		top = nm
 		pos++
 		if pos < len(data) && data[pos] <= ' ' {
 			out, run, pos = skipSpace(out, data, run, pos)
@@ -181,14 +196,19 @@ value: // A value, or white space before it, starts at pos.
 				goto key
 			case '}':
 				pos++
-				top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+				depth--
+				top = p.frames[depth]
 				goto next
 			}
 		}
 		return nil, invalid(data, pos, "expected object key")
 	case '[':
-		p.frames = append(p.frames, top)
-		top = frame{member: -1}
+		if depth == len(p.frames) {
+			p.grow()
+		}
+		p.frames[depth] = top
+		depth++
+		top = inArray
 		pos++
 		if pos < len(data) && data[pos] <= ' ' {
 			out, run, pos = skipSpace(out, data, run, pos)
@@ -198,10 +218,11 @@ value: // A value, or white space before it, starts at pos.
 		}
 		if data[pos] == ']' {
 			pos++
-			top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+			depth--
+			top = p.frames[depth]
 			goto next
 		}
-		if len(p.frames) > MaxDepth { // the first element's depth
+		if depth > MaxDepth { // the first element's depth
 			return nil, ErrTooDeep
 		}
 		goto value
@@ -259,13 +280,13 @@ value: // A value, or white space before it, starts at pos.
 	}
 
 next: // A value ended at pos: what may follow depends on what holds it.
-	if top.member == -2 {
+	if top == inDocument {
 		goto done
 	}
 	if pos < len(data) && data[pos] <= ' ' {
 		out, run, pos = skipSpace(out, data, run, pos)
 	}
-	if top.member < 0 {
+	if top == inArray {
 		if pos < len(data) {
 			switch data[pos] {
 			case ',':
@@ -273,7 +294,8 @@ next: // A value ended at pos: what may follow depends on what holds it.
 				goto value
 			case ']':
 				pos++
-				top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+				depth--
+				top = p.frames[depth]
 				goto next
 			}
 		}
@@ -291,12 +313,21 @@ next: // A value ended at pos: what may follow depends on what holds it.
 			}
 			return nil, invalid(data, pos, "expected object key")
 		case '}':
-			var err error
-			if out, run, err = p.closeObject(out, data, run, pos, members[top.member:]); err != nil {
-				return nil, err
+			// Most objects are sorted already, and their keys differ in
+			// their first 8 bytes: then there is nothing to do.
+			ms := p.members[top:nm]
+			for k := 1; k < len(ms); k++ {
+				if ms[k-1].prefix >= ms[k].prefix {
+					var err error
+					if out, run, err = p.closeObject(out, data, run, pos, ms); err != nil {
+						return nil, err
+					}
+					break
+				}
 			}
-			members, p.keys = members[:top.member], p.keys[:top.key]
-			top, p.frames = p.frames[len(p.frames)-1], p.frames[:len(p.frames)-1]
+			nm = top
+			depth--
+			top = p.frames[depth]
 			pos++
 			goto next
 		}
@@ -306,15 +337,25 @@ next: // A value ended at pos: what may follow depends on what holds it.
 key: // An object key's opening quote is at pos.
 	// The member is filled in where it is: built aside, it would be copied
 	// by 16-byte loads of 8-byte stores, which stalls (no store forwarding).
-	members = append(members, member{})
-	if m, i := &members[len(members)-1], plainEnd(data, pos+1); i < len(data) && data[i] == '"' {
+	if nm == len(p.members) {
+		p.grow()
+	}
+	nm++
+	if m, i := &p.members[nm-1], plainEnd(data, pos+1); i < len(data) && data[i] == '"' {
 		// Most keys are written as they are: the member is in data.
-		m.prefix = prefix(data[pos+1:], i-pos-1)
-		m.keyOff, m.keyEnd = pos+1, i
+		if pos+9 <= len(data) { // prefix, without the call's checks
+			m.prefix = binary.BigEndian.Uint64(data[pos+1 : pos+9])
+			if n := i - pos - 1; n < 8 {
+				m.prefix &^= ^uint64(0) >> (8 * n)
+			}
+		} else {
+			m.prefix = prefix(data[pos+1:], i-pos-1)
+		}
+		m.keyOff, m.keyEnd, m.escaped = pos+1, i, false
 		m.start = len(out) + pos - run
 		pos = i + 1
 	} else {
-		m.start, m.keyOff = len(out)+pos-run, pos+1
+		m.start, m.keyOff, m.escaped = len(out)+pos-run, pos+1, false
 		end, kind, err := scanString(data, pos)
 		if err != nil {
 			return nil, err
@@ -334,7 +375,7 @@ key: // An object key's opening quote is at pos.
 		m.prefix = prefix(k, len(k))
 		pos = end
 	}
-	if len(p.frames) > MaxDepth { // the member's value's depth
+	if depth > MaxDepth { // the member's value's depth
 		return nil, ErrTooDeep
 	}
 	if pos < len(data) && data[pos] <= ' ' {
@@ -344,7 +385,30 @@ key: // An object key's opening quote is at pos.
 		return nil, invalid(data, pos, "expected :")
 	}
 	pos++
+	// Most values after a key are strings written as they are or integers,
+	// with no white space before them: taken here, they save the checks of
+	// value and next, and the moves of registers at each jump.
+	if pos < len(data) {
+		if c := data[pos]; c == '"' {
+			if i := plainEnd(data, pos+1); i < len(data) && data[i] == '"' {
+				pos = i + 1
+				goto member
+			}
+		} else if c-'1' < 9 {
+			if i := digits(data, pos+1); i >= len(data) || data[i] != '.' && data[i]|0x20 != 'e' {
+				pos = i
+				goto member
+			}
+		}
+	}
 	goto value
+
+member: // An object member's value ended at pos: most often another follows.
+	if pos+1 < len(data) && data[pos] == ',' && data[pos+1] == '"' {
+		pos++
+		goto key
+	}
+	goto next
 
 done: // The document's value ended at pos.
 	out = append(out, data[run:pos]...)
@@ -354,8 +418,19 @@ done: // The document's value ended at pos.
 	if pos < len(data) {
 		return nil, invalid(data, pos, "trailing data")
 	}
-	p.members = members // for reuse
 	return out, nil
+}
+
+// grow makes room for another frame and member, or either: parse checks
+// that there is room for each, and calls grow rarely.
+func (p *parser) grow() {
+	if len(p.frames) == cap(p.frames) {
+		p.frames = append(p.frames, make([]int, max(16, len(p.frames)))...)
+	}
+	if len(p.members) == cap(p.members) {
+		p.members = append(p.members, make([]member, max(16, len(p.members)))...)
+	}
+	p.frames, p.members = p.frames[:cap(p.frames)], p.members[:cap(p.members)]
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -437,12 +512,56 @@ func digits(data []byte, i int) int {
 // closeObject checks the members of the object whose '}' is at pos for a key
 // that appears twice, and writes them sorted by key where they are in the
 // output. The output's length does not change, so the offsets held by the
-// objects around stay right. It returns out and run as they become.
+// objects around stay right. It returns out and run as they become. parse
+// calls it only for an object not sorted already, or with two keys that
+// share their prefix.
 func (p *parser) closeObject(out, data []byte, run, pos int, ms []member) ([]byte, int, error) {
-	n := len(ms)
-	if n < 2 {
-		return out, run, nil
+	if !p.sameShape(ms) {
+		sorted, err := p.sortMembers(data, ms)
+		if sorted || err != nil {
+			return out, run, err
+		}
 	}
+	first, last := ms[0].start, len(out)+pos-run // where the members are in the output
+	if first >= len(out) {
+		// The members are still in data as written: append them from there
+		// in order, after what comes before them.
+		at := run - len(out) // output offset to data offset
+		out = append(out, data[run:first+at]...)
+		return appendRuns(out, data, -at, ms, p.runs, last), pos, nil
+	}
+	// Else they are in out, up to its end: copy them aside and write them
+	// back in order.
+	out = append(out, data[run:pos]...)
+	p.scratch = append(p.scratch[:0], out[first:]...)
+	return appendRuns(out[:first], p.scratch, first, ms, p.runs, last), pos, nil
+}
+
+// sameShape reports whether ms's keys have the prefixes, in the same
+// order, of the last object sortMembers ordered whose prefixes were all
+// different: then ms sorts the same, as p.runs says, and has no key twice.
+// The objects of an array mostly have the same keys in the same order, and
+// need not be sorted each.
+func (p *parser) sameShape(ms []member) bool {
+	if len(ms) != len(p.shape) {
+		return false
+	}
+	for i, pre := range p.shape {
+		if ms[i].prefix != pre {
+			return false
+		}
+	}
+	return true
+}
+
+// membersRun is members i to j of an object, next to each other in the
+// input and in key order.
+type membersRun struct{ i, j int }
+
+// sortMembers sorts ms by key, into p.runs, and reports whether they were
+// sorted already; a key that appears twice is an error (the least such).
+func (p *parser) sortMembers(data []byte, ms []member) (bool, error) {
+	n := len(ms)
 	// Objects are mostly small: an insertion sort, which also tells whether
 	// the members were sorted already, and finds duplicates (as the
 	// neighbour an entry stops at).
@@ -494,46 +613,46 @@ func (p *parser) closeObject(out, data []byte, run, pos int, ms []member) ([]byt
 		}
 	}
 	if dup != nil {
-		return nil, 0, fmt.Errorf("%w: %q", ErrDuplicateKey, dup)
+		return false, fmt.Errorf("%w: %q", ErrDuplicateKey, dup)
 	}
+	p.shape = p.shape[:0]
 	if sorted {
-		return out, run, nil
+		return true, nil
 	}
-
-	first, last := ms[0].start, len(out)+pos-run // where the members are in the output
-	if first >= len(out) {
-		// The members are still in data as written: append them from there
-		// in order, after what comes before them.
-		at := run - len(out) // output offset to data offset
-		out = append(out, data[run:first+at]...)
-		return appendMembers(out, data, -at, ms, order, last), pos, nil
-	}
-	// Else they are in out, up to its end: copy them aside and write them
-	// back in order.
-	out = append(out, data[run:pos]...)
-	p.scratch = append(p.scratch[:0], out[first:]...)
-	return appendMembers(out[:first], p.scratch, first, ms, order, last), pos, nil
-}
-
-// appendMembers appends the members of ms in the given order, separated by
-// commas, from src, which holds the output from offset base on. last is the
-// end of the last member. Members next to each other in both orders are
-// copied at once (with the comma between them).
-func appendMembers(out, src []byte, base int, ms []member, order []sortEntry, last int) []byte {
-	for k := 0; k < len(order); {
+	p.runs = p.runs[:0]
+	distinct := true
+	for k := 0; k < n; {
 		i := order[k].i
 		j := i // ms[i:j+1] are next in order too
-		for k++; k < len(order) && order[k].i == j+1; k++ {
+		for k++; k < n && order[k].i == j+1; k++ {
 			j++
 		}
-		end := last
-		if j+1 < len(ms) {
-			end = ms[j+1].start - 1
+		p.runs = append(p.runs, membersRun{i, j})
+		if k < n && order[k-1].prefix == order[k].prefix {
+			distinct = false
 		}
-		if i != order[0].i {
+	}
+	if distinct { // then the same prefixes in the same order sort the same
+		for i := range ms {
+			p.shape = append(p.shape, ms[i].prefix)
+		}
+	}
+	return false, nil
+}
+
+// appendRuns appends the members of ms in the order of runs, separated by
+// commas, from src, which holds the output from offset base on. last is the
+// end of the last member.
+func appendRuns(out, src []byte, base int, ms []member, runs []membersRun, last int) []byte {
+	for k, r := range runs {
+		end := last
+		if r.j+1 < len(ms) {
+			end = ms[r.j+1].start - 1
+		}
+		if k > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, src[ms[i].start-base:end-base]...)
+		out = append(out, src[ms[r.i].start-base:end-base]...)
 	}
 	return out
 }
@@ -550,9 +669,26 @@ func (p *parser) compare(data []byte, a, b sortEntry, ms []member) int {
 }
 
 // plainEnd returns the end of the bytes from i on that a string can hold
-// and that are written as they are, or an earlier position (before
-// multi-byte characters but 0xE2; scanString looks further).
+// and that are written as they are (scanString looks further, past a 0xE2
+// that does not start U+2028 or U+2029). Four bytes a loop take fewer
+// instructions a byte than one. (Eight at a time, classified together by
+// arithmetic on a word, took longer: most strings are short.)
 func plainEnd(data []byte, i int) int {
+	for ; i+4 <= len(data); i += 4 {
+		b := data[i : i+4]
+		if !verbatim[b[0]] {
+			return i
+		}
+		if !verbatim[b[1]] {
+			return i + 1
+		}
+		if !verbatim[b[2]] {
+			return i + 2
+		}
+		if !verbatim[b[3]] {
+			return i + 3
+		}
+	}
 	for i < len(data) && verbatim[data[i]] {
 		i++
 	}

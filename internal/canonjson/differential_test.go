@@ -102,6 +102,19 @@ func sortingInputs() []string {
 		"{\"\u2028\":1,\"\u2029\":2,\"…\":3,\"€\":4,\"\u2060\":5,\"a\":6}", "[\"…\u2028€\u2029\u2060\"]",
 		"{\"é\":1,\"e\":2,\"\u00e9\":3}", "{\"日本\":1,\"日\":2}", "\"\xe2\x80\xa8\"", "\"\xe2\x80\xa7\xe2\x80\xaa\"",
 		`[1.5]`, `[12e3]`, `[12E+3]`, `[1x]`, `[10]`, `{"b":123,"a":9}`, `123`, `12.`, `12e`, `[9,]`, `[12 ]`, `{"b":12}`, `-12`, `[1,23,456]`,
+		// Arrays of objects with the same keys in the same order, sorted
+		// once: with escaped keys, keys that differ past their prefix, a
+		// member more or less, duplicates, and other shapes between.
+		`[{"b":1,"a":2},{"b":3,"a":4},{"b":5,"a":6}]`, `[{"b":1,"a":2},{"\u0062":3,"a":4},{"b":5,"\u0061":6}]`,
+		`[{"b":1,"a":2},{"b":3,"a":4,"c":5},{"b":6}]`, `[{"b":1,"a":2},{"b":3,"b":4},{"b":5,"a":6}]`,
+		`[{"b":1,"a":2},{"a":3,"b":4},{"b":5,"a":6},{"a":7,"a":8}]`, `[{"zzzzzzzzA":1,"a":2},{"zzzzzzzzB":3,"a":4}]`,
+		`[{"zzzzzzzz":1,"a":2},{"zzzzzzzzB":3,"a":4},{"zzzzzzzz":5,"zzzzzzzz":6}]`, `[{"b":{"d":1,"c":2},"a":[{"b":1,"a":2}]},{"b":{"d":3,"c":4},"a":[]}]`,
+		// Member values after a key, taken apart from other values: strings
+		// with escapes, numbers with a fraction or exponent, zero, negative,
+		// broken, and the member after with white space or none.
+		`{"b":"x\ny","a":"<"}`, `{"b":1.5,"a":2e3,"c":0,"d":-1,"e":10}`, `{"b":12,"a":1}`, `{"b":1 ,"a":2}`, `{"b":1, "a":2}`,
+		`{"b":1,}`, `{"b":1,"`, `{"b":1,"a`, `{"b":1x}`, `{"b":"x"y}`, `{"b":"x`, `{"b":01}`, `{"b":1.}`, `{"b":9e}`,
+		`{"abcdefghijk":1}`, `{"abcdefg":1}`, `{"abcdefgh":1}`, `{"a":1,"b":`, `{"ab":"cd"}`, `{"b":"x","a":"y"}`,
 	}
 	// Objects of n members around the sort's thresholds: sorted, reversed,
 	// shuffled; without and with a duplicate, with escaped keys.
