@@ -158,17 +158,21 @@ func (c *capture) deliver() {
 		return
 	}
 	h := c.w.Header()
-	var trailers []snapshotEntry
+	type trailer struct {
+		name   string
+		values []string
+	}
+	var trailers []trailer
 	for k, v := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
-			trailers = append(trailers, snapshotEntry{k, v})
+			trailers = append(trailers, trailer{k, v})
 		}
 	}
 	for _, list := range c.sentHeader().Values("Trailer") {
 		for name := range strings.SplitSeq(list, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
 				if v, ok := h[name]; ok {
-					trailers = append(trailers, snapshotEntry{name, v})
+					trailers = append(trailers, trailer{name, v})
 				}
 			}
 		}
@@ -197,7 +201,7 @@ func (c *capture) storedHeader() map[string][]string {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		if ov, ok := c.outer.lookup(k); ok && slices.Equal(ov, v) {
+		if c.outer.holds(k, v) {
 			continue
 		}
 		out[k] = v
@@ -225,13 +229,16 @@ func (c *capture) sentHeader() http.Header {
 
 // headerSnapshot is a header's names and values at one moment: what
 // http.Header.Clone keeps, without building a map (with its table of
-// slots) for every response. Most handlers never touch the header after
+// slots) for every response, in one allocation when every header has one
+// value, as most do. Most handlers never touch the header after
 // WriteHeader, and then the header itself serves as the snapshot.
 type headerSnapshot []snapshotEntry
 
 type snapshotEntry struct {
 	name   string
-	values []string // a capped part of one slice shared by all; nil if the header's was
+	one    string   // the value, when there is exactly one
+	values []string // else the values: a capped part of one slice shared by all; nil if the header's was
+	single bool     // one holds the only value
 }
 
 // snapshotOf copies h's names and values (strings are immutable: their
@@ -240,14 +247,20 @@ func snapshotOf(h http.Header) headerSnapshot {
 	if len(h) == 0 {
 		return headerSnapshot{}
 	}
-	n := 0
+	n := 0 // the values of headers with more than one, or none
 	for _, vs := range h {
-		n += len(vs)
+		if len(vs) != 1 {
+			n += len(vs)
+		}
 	}
-	s, values := make(headerSnapshot, 0, len(h)), make([]string, n)
+	values := make([]string, n) // not nil when n is 0 (no allocation): an empty list stays empty, not nil
+	s := make(headerSnapshot, 0, len(h))
 	for k, vs := range h {
 		e := snapshotEntry{name: k}
-		if vs != nil {
+		switch {
+		case len(vs) == 1:
+			e.one, e.single = vs[0], true
+		case vs != nil:
 			m := copy(values, vs)
 			e.values, values = values[:m:m], values[m:]
 		}
@@ -256,16 +269,33 @@ func snapshotOf(h http.Header) headerSnapshot {
 	return s
 }
 
+// list returns the entry's values as a header holds them (a new slice for
+// a single value).
+func (e *snapshotEntry) list() []string {
+	if e.single {
+		return []string{e.one}
+	}
+	return e.values
+}
+
+// equal reports whether vs are the entry's values (nil and empty lists
+// apart).
+func (e *snapshotEntry) equal(vs []string) bool {
+	if e.single {
+		return len(vs) == 1 && vs[0] == e.one
+	}
+	return (vs == nil) == (e.values == nil) && slices.Equal(vs, e.values)
+}
+
 // header returns the snapshot as a header: current itself when it still
-// holds exactly the snapshot's names and values (nil and empty lists
-// apart), else a new map.
+// holds exactly the snapshot's names and values, else a new map.
 func (s headerSnapshot) header(current http.Header) http.Header {
 	if s.matches(current) {
 		return current
 	}
 	h := make(http.Header, len(s))
-	for _, e := range s {
-		h[e.name] = e.values
+	for i := range s {
+		h[s[i].name] = s[i].list()
 	}
 	return h
 }
@@ -277,28 +307,29 @@ func (s headerSnapshot) restore(h http.Header) {
 		return
 	}
 	clear(h)
-	for _, e := range s {
-		h[e.name] = e.values
+	for i := range s {
+		h[s[i].name] = s[i].list()
 	}
 }
 
-// lookup returns the values of the header named name (in canonical form).
-func (s headerSnapshot) lookup(name string) ([]string, bool) {
-	for _, e := range s {
-		if e.name == name {
-			return e.values, true
+// holds reports whether the snapshot has the header named name (in
+// canonical form) with the values vs.
+func (s headerSnapshot) holds(name string, vs []string) bool {
+	for i := range s {
+		if s[i].name == name {
+			return s[i].equal(vs)
 		}
 	}
-	return nil, false
+	return false
 }
 
 func (s headerSnapshot) matches(h http.Header) bool {
 	if len(h) != len(s) {
 		return false
 	}
-	for _, e := range s {
-		vs, ok := h[e.name]
-		if !ok || (vs == nil) != (e.values == nil) || !slices.Equal(vs, e.values) {
+	for i := range s {
+		vs, ok := h[s[i].name]
+		if !ok || !s[i].equal(vs) {
 			return false
 		}
 	}
