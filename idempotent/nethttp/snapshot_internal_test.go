@@ -44,3 +44,17 @@ func TestHeaderSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderSnapshotEmptyList: an empty list stays empty, not nil, when
+// no header has several values either.
+func TestHeaderSnapshotEmptyList(t *testing.T) {
+	t.Parallel()
+	h := http.Header{"A": {"1"}, "Empty": {}}
+	s := snapshotOf(h)
+	assert.True(t, s.matches(h))
+	h["Empty"] = nil
+	assert.False(t, s.matches(h))
+	s.restore(h)
+	assert.NotNil(t, h["Empty"])
+	assert.Empty(t, h["Empty"])
+}
