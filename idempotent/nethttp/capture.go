@@ -62,7 +62,7 @@ func (c *capture) WriteHeader(code int) {
 	}
 	c.status, c.snap = code, snapshotOf(c.w.Header())
 	if c.passed != "" {
-		c.commit()
+		c.commit(true)
 	}
 }
 
@@ -125,13 +125,15 @@ func (c *capture) pass(reason string) {
 		return
 	}
 	c.passed = reason
-	c.commit()
+	c.commit(c.snap.matches(c.w.Header()))
 }
 
 // commit sends the status, the header as of the handler's WriteHeader and
-// the buffered body to the client.
-func (c *capture) commit() {
-	c.snap.restore(c.w.Header())
+// the buffered body to the client; same says the header is that already.
+func (c *capture) commit(same bool) {
+	if !same {
+		c.snap.restore(c.w.Header())
+	}
 	c.w.WriteHeader(c.status)
 	if c.body.Len() > 0 {
 		// A gone client is the handler's to notice on its next write. (net/http's
@@ -163,9 +165,18 @@ func (c *capture) deliver() {
 		values []string
 	}
 	var trailers []trailer
-	for k, v := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			trailers = append(trailers, trailer{k, v})
+	same := c.snap.matches(h) // as most handlers leave it: its names are the snapshot's
+	if same {
+		for i := range c.snap {
+			if k := c.snap[i].name; strings.HasPrefix(k, http.TrailerPrefix) {
+				trailers = append(trailers, trailer{k, h[k]})
+			}
+		}
+	} else {
+		for k, v := range h {
+			if strings.HasPrefix(k, http.TrailerPrefix) {
+				trailers = append(trailers, trailer{k, v})
+			}
 		}
 	}
 	for _, list := range c.sentHeader().Values("Trailer") {
@@ -177,7 +188,7 @@ func (c *capture) deliver() {
 			}
 		}
 	}
-	c.commit()
+	c.commit(same)
 	for _, t := range trailers {
 		h[t.name] = t.values
 	}
@@ -193,7 +204,7 @@ func (c *capture) discard() { c.outer.restore(c.w.Header()) }
 // trailers. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
 	sent := c.sentHeader()
-	if len(c.outer) == 0 && !hasTrailers(sent) {
+	if len(c.outer) == 0 && !c.snap.hasTrailers() {
 		return sent // all of it: the filter copies what it keeps
 	}
 	out := make(map[string][]string, len(sent))
@@ -209,10 +220,11 @@ func (c *capture) storedHeader() map[string][]string {
 	return out
 }
 
-// hasTrailers reports whether h names a trailer by http.TrailerPrefix.
-func hasTrailers(h http.Header) bool {
-	for k := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
+// hasTrailers reports whether the snapshot names a trailer by
+// http.TrailerPrefix.
+func (s headerSnapshot) hasTrailers() bool {
+	for i := range s {
+		if strings.HasPrefix(s[i].name, http.TrailerPrefix) {
 			return true
 		}
 	}
