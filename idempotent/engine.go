@@ -74,6 +74,7 @@ type job struct {
 	r      runner
 	f      *flight // the flight this call leads: own, once it leads
 	own    flight
+	fn     funcs // r, for Do
 	// followed says the call waited on another's flight before it led: its
 	// start is no longer a fresh reading of the clock.
 	followed bool
@@ -162,7 +163,7 @@ func (e *Engine) logger() *slog.Logger {
 // returned by Do unchanged with Result.Ran set (but see NotStored). A panic in
 // work gives the record back the same way and is re-raised.
 func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
-	return e.do(ctx, &call, funcs{work: work, acceptFn: call.Accept})
+	return e.do(ctx, &call, nil, funcs{work: work, acceptFn: call.Accept})
 }
 
 // A runner is the work of one call and the check of a replay (Call.Accept).
@@ -187,8 +188,13 @@ func (f funcs) accept(response []byte) error {
 	return f.acceptFn(response)
 }
 
-func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
+// do is Do for r, or for fn when r is nil: the job then holds fn, so that
+// making it a runner costs no allocation of its own.
+func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (Result, error) {
 	start := e.cfg.now()
+	if r == nil && (e.cfg.disabled || call.Key == "") {
+		r = fn
+	}
 	if e.cfg.disabled {
 		return e.bypass(ctx, start, r)
 	}
@@ -210,6 +216,10 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner) (Result, error) {
 		}
 	}
 	j := &job{id: id, fp: fp, start: start, r: r}
+	if r == nil {
+		j.fn = fn
+		j.r = &j.fn
+	}
 	if e.cache != nil {
 		if rec, ok := e.cache.Get(id); ok && !rec.Expired(start) {
 			return e.replayRecord(ctx, j, &rec, true)

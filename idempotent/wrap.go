@@ -105,7 +105,7 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 			}
 		}
 	}
-	res, err := w.e.do(ctx, &call, inv)
+	res, err := w.e.do(ctx, &call, inv, funcs{})
 	switch {
 	case res.Ran && inv.err != nil:
 		return inv.out, inv.err // the handler's own error, unchanged
