@@ -639,19 +639,8 @@ func TestHeaderAsOfWriteHeader(t *testing.T) {
 		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
 	})
 	base, client := serve(t, idempotent.NewMemoryStore(), h)
-	post := func() (*http.Response, string) {
-		r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/payments", strings.NewReader(`{}`))
-		require.NoError(t, err)
-		r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
-		resp, err := client.Do(r)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body) // trailers arrive after the body
-		require.NoError(t, err)
-		return resp, string(body)
-	}
 	for i, name := range []string{"first", "replay"} {
-		resp, body := post()
+		resp, body := postWhole(t, client, base)
 		require.Equal(t, http.StatusCreated, resp.StatusCode, name)
 		assert.Equal(t, `{"ok":true}`, body, name)
 		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), name)
@@ -707,6 +696,16 @@ func TestTrailersAfterFlush(t *testing.T) {
 		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
 	})
 	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	resp, body := postWhole(t, client, base)
+	assert.Equal(t, "part one;part two", body)
+	assert.Equal(t, "abc", resp.Trailer.Get("X-Checksum"))
+	assert.Equal(t, "u", resp.Trailer.Get("X-Undeclared"))
+}
+
+// postWhole sends POST /payments with the key "k" and reads the whole
+// response, trailers included (they arrive after the body).
+func postWhole(t testing.TB, client *http.Client, base string) (*http.Response, string) {
+	t.Helper()
 	r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/payments", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
@@ -715,7 +714,5 @@ func TestTrailersAfterFlush(t *testing.T) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	assert.Equal(t, "part one;part two", string(body))
-	assert.Equal(t, "abc", resp.Trailer.Get("X-Checksum"))
-	assert.Equal(t, "u", resp.Trailer.Get("X-Undeclared"))
+	return resp, string(body)
 }
