@@ -242,7 +242,7 @@ value: // A value, or white space before it, starts at pos.
 				p.scratch = unescape(p.scratch[:0], s)
 				s = p.scratch
 			}
-			out = appendString(append(out, data[run:pos]...), s)
+			out = appendQuoted(append(out, data[run:pos]...), s)
 			run = end
 		}
 		pos = end
@@ -369,7 +369,7 @@ key: // An object key's opening quote is at pos.
 			k = p.keys[m.keyOff:]
 		}
 		if kind != strVerbatim {
-			out = appendString(append(out, data[run:pos]...), k)
+			out = appendQuoted(append(out, data[run:pos]...), k)
 			run = end
 		}
 		m.prefix = prefix(k, len(k))
@@ -698,7 +698,7 @@ func plainEnd(data []byte, i int) int {
 // What scanString finds a string holds.
 const (
 	strVerbatim  = iota // written as it is
-	strUnescaped        // no escapes, but bytes appendString escapes
+	strUnescaped        // no escapes, but bytes appendQuoted escapes
 	strEscaped          // escapes, to decode
 )
 
@@ -740,7 +740,7 @@ func scanString(data []byte, pos int) (end, kind int, err error) {
 			return 0, 0, invalid(data, i, "in string (a control character)")
 		default:
 			// < > & or 0xE2, which starts U+2028 and U+2029, escaped by
-			// appendString, and other characters (Append checked that the
+			// appendQuoted, and other characters (Append checked that the
 			// input is valid UTF-8).
 			if c != 0xE2 || data[i+1] == 0x80 && data[i+2]&^1 == 0xA8 {
 				kind = max(kind, strUnescaped)
@@ -822,83 +822,12 @@ func hexDigit(c byte) int {
 	return -1
 }
 
-// appendString appends s, valid UTF-8, quoted as json.Marshal quotes a
-// string (the canonical form is defined by it): \" \\ \b \f \n \r \t for
-// those bytes, \u00XX (lower-case hex) for other control characters and for
-// < > & (json.Marshal escapes HTML), \u2028 and \u2029 for those line
-// separators, and every other character as itself, U+007F included.
-func appendString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plainBytes[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			// Not reached (s is valid UTF-8); what json.Marshal writes.
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plainBytes says which bytes appendString writes as themselves, on their
-// own: ASCII but control characters, " and \, and < > &. (Bytes of
-// multi-byte characters are looked at a character at a time.)
-var plainBytes = func() (t [256]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
-	return t
-}()
-
-// verbatim says which bytes a string can hold that appendString writes as
-// they are: ASCII but control characters, " and \, and < > &, and bytes of
-// multi-byte characters but 0xE2, which starts U+2028 and U+2029.
+// verbatim says which bytes a string can hold that appendQuoted writes as
+// they are: the ASCII bytes it writes so, and bytes of multi-byte
+// characters but 0xE2, which starts U+2028 and U+2029.
 var verbatim = func() (t [256]bool) {
 	for c := range 256 {
-		t[c] = plainBytes[c] || c >= utf8.RuneSelf && c != 0xE2
+		t[c] = c < utf8.RuneSelf && asIs[c] || c >= utf8.RuneSelf && c != 0xE2
 	}
 	return t
 }()

@@ -10,14 +10,16 @@ package httprules
 // order, no white space, only Encode's escapes; a character Encode would
 // escape is also taken raw, as json.Unmarshal takes it), leaving everything
 // else to json.Unmarshal, so the result is json.Unmarshal's in every case.
+// Strings are written by canonjson.AppendQuoted, json.Marshal's escaping,
+// the one escaper the canonical form of request bodies uses too.
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemkit/idemkit/internal/canonjson"
 )
 
 // Field openings, in the order json.Marshal writes Response's fields.
@@ -31,36 +33,19 @@ const (
 )
 
 // asciiEscapes holds, for each ASCII byte, its escape in a JSON string as
-// json.Marshal writes it (HTML-escaping on), or "" for a byte written as it
-// is: the short escapes for " \ and five control characters, \u00xx (lower
-// case hex) for the other control characters and for < > &.
+// Encode writes it (canonjson.AppendQuoted, json.Marshal's escaping), or ""
+// for a byte written as it is: the escapes readString takes back.
 var asciiEscapes = func() (t [utf8.RuneSelf]string) {
-	const hex = "0123456789abcdef"
-	for b := range byte(utf8.RuneSelf) {
-		switch b {
-		case '"', '\\':
-			t[b] = `\` + string(b)
-		case '\b':
-			t[b] = `\b`
-		case '\f':
-			t[b] = `\f`
-		case '\n':
-			t[b] = `\n`
-		case '\r':
-			t[b] = `\r`
-		case '\t':
-			t[b] = `\t`
-		default:
-			if b < ' ' || b == '<' || b == '>' || b == '&' {
-				t[b] = `\u00` + string(hex[b>>4]) + string(hex[b&0xF])
-			}
+	for b := range t {
+		if q := canonjson.AppendQuoted(nil, string(rune(b))); len(q) > len(`"x"`) {
+			t[b] = string(q[1 : len(q)-1])
 		}
 	}
 	return t
 }()
 
-// shortUnescapes maps the letter of each two-byte escape json.Marshal
-// writes to the byte it stands for; 0 marks every other letter.
+// shortUnescapes maps the letter of each two-byte escape Encode writes to
+// the byte it stands for; 0 marks every other letter.
 var shortUnescapes = func() (t [256]byte) {
 	for b, esc := range asciiEscapes {
 		if len(esc) == 2 {
@@ -70,244 +55,15 @@ var shortUnescapes = func() (t [256]byte) {
 	return t
 }()
 
-// Byte classes for the string loops, which skip the bytes of the common
-// case a table lookup at a time: asIs, the ASCII bytes appendQuoted writes
-// as they are; rawInString, the ASCII bytes readString takes as they are
-// (also < > &, which json.Unmarshal takes as they are too).
-var asIs, rawInString = func() (enc, dec [256]bool) {
+// rawInString says which ASCII bytes readString takes as they are, a table
+// lookup at a time: all but the control characters, " and \ (also < > &,
+// which Encode escapes, as json.Unmarshal takes them).
+var rawInString = func() (t [256]bool) {
 	for b := range byte(utf8.RuneSelf) {
-		enc[b] = asciiEscapes[b] == ""
-		dec[b] = b >= ' ' && b != '"' && b != '\\'
-	}
-	return enc, dec
-}()
-
-// shortEscapes holds, for each ASCII byte json.Marshal writes as a
-// two-byte escape, the escape's letter (" for \", n for \n...); 0 for
-// every other byte.
-var shortEscapes = func() (t [utf8.RuneSelf]byte) {
-	for b, esc := range asciiEscapes {
-		if len(esc) == 2 {
-			t[b] = esc[1]
-		}
+		t[b] = b >= ' ' && b != '"' && b != '\\'
 	}
 	return t
 }()
-
-// The string loops take 8 bytes at a time, as a little-endian word, and
-// classify all 8 at once (SWAR): a class is a mask with the high bit of
-// each of the word's bytes set where the byte is in the class.
-const (
-	lowBits  = 0x0101010101010101 // 1 in each byte
-	highBits = 0x8080808080808080 // the high bit of each byte
-	low7Bits = 0x7f7f7f7f7f7f7f7f
-	plainRun = 0x6161616161616161 // "aaaaaaaa", written as it is
-)
-
-// load64 is the 8 bytes of s from i, as a little-endian word (one load).
-func load64(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// tailWord is the bytes of s from i to its end (len(s) >= 8, i in
-// len(s)-7 to len(s)-1) as the low bytes of a word, the bytes above them
-// plain: the tail of s classified at once, from its last 8 bytes.
-func tailWord(s string, i int) uint64 {
-	shift := 8 * uint(i-(len(s)-8))
-	return load64(s, len(s)-8)>>shift | plainRun<<(64-shift)
-}
-
-// classify marks the bytes of x that appendQuoted does not write as they
-// are: other, the non-ASCII bytes and the control characters; html, < >
-// and & (written \u00xx); quote, " and \ (written after a backslash).
-// Each test is a sum whose high bit is clear for the bytes it finds: b+0x60
-// for b < 0x20, and b^c+0x7f for b == c (< and >: b|2 == '>'). An ASCII
-// byte's sums never carry into the next byte, so html and quote are exact
-// when other is 0.
-func classify(x uint64) (other, html, quote uint64) {
-	notControl := x + 0x6060606060606060
-	notLtGt := ((x | 0x0202020202020202) ^ 0x3e3e3e3e3e3e3e3e) + low7Bits
-	notAmp := (x ^ 0x2626262626262626) + low7Bits
-	notQuote := (x ^ 0x2222222222222222) + low7Bits
-	notBackslash := (x ^ 0x5c5c5c5c5c5c5c5c) + low7Bits
-	return (x | ^notControl) & highBits, highBits &^ (notLtGt & notAmp), highBits &^ (notQuote & notBackslash)
-}
-
-// escapesExtra is the bytes the escapes of a word's html and quote bytes
-// add (5 and 1 each), from their masks: the sum of the word's bytes, one
-// multiplication adding them up in its top byte (at most 40).
-func escapesExtra(html, quote uint64) int {
-	return int((5*(html>>7) + quote>>7) * lowBits >> 56)
-}
-
-// quotedLen is the length of s as a JSON string written by appendQuoted.
-func quotedLen(s string) int {
-	n := len(s) + 2
-	i := 0
-	for i+8 <= len(s) {
-		if other, html, quote := classify(load64(s, i)); other == 0 {
-			n += escapesExtra(html, quote)
-			i += 8
-			continue
-		}
-		for end := i + 8; i < end; { // a rune may end past the word
-			extra, size := charExtra(s, i)
-			n += extra
-			i += size
-		}
-	}
-	if i < len(s) && len(s) >= 8 {
-		if other, html, quote := classify(tailWord(s, i)); other == 0 {
-			return n + escapesExtra(html, quote)
-		}
-	}
-	for i < len(s) {
-		extra, size := charExtra(s, i)
-		n += extra
-		i += size
-	}
-	return n
-}
-
-// charExtra is, for the character at s[i], the bytes appendQuoted writes
-// beyond its own, and its length in s.
-func charExtra(s string, i int) (extra, size int) {
-	if b := s[i]; b < utf8.RuneSelf {
-		if asIs[b] {
-			return 0, 1
-		}
-		return len(asciiEscapes[b]) - 1, 1
-	}
-	c, size := utf8.DecodeRuneInString(s[i:])
-	switch {
-	case c == utf8.RuneError && size == 1:
-		return len(`\ufffd`) - 1, 1
-	case c == '\u2028' || c == '\u2029':
-		return len(`\u2028`) - size, size
-	}
-	return 0, size
-}
-
-// appendQuoted appends s as a JSON string exactly as json.Marshal writes
-// it: HTML characters and U+2028/U+2029 escaped, each byte that is not
-// valid UTF-8 replaced by \ufffd. It takes s 8 bytes at a time: a word of
-// ASCII bytes with nothing to escape but " and \ (a JSON body's) is written
-// by appendWord without a branch per byte; any other, character by
-// character, the runs written as they are copied at once.
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start, i := 0, 0 // s[start:i] is still to be written as it is
-	for i+8 <= len(s) {
-		x := load64(s, i)
-		other, html, quote := classify(x)
-		if other|html != 0 {
-			dst, start, i = appendChars(dst, s, start, i, i+8)
-			continue
-		}
-		if start < i {
-			dst = append(dst, s[start:i]...)
-		}
-		dst = appendWord(dst, x, quote, 8)
-		i += 8
-		start = i
-	}
-	if i < len(s) {
-		if len(s) >= 8 {
-			x := tailWord(s, i)
-			if other, html, quote := classify(x); other|html == 0 {
-				if start < i {
-					dst = append(dst, s[start:i]...)
-				}
-				dst = appendWord(dst, x, quote, len(s)-i)
-				return append(dst, '"')
-			}
-		}
-		dst, start, _ = appendChars(dst, s, start, i, len(s))
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// appendWord appends the low n bytes of x, ASCII bytes with nothing to
-// escape but those q marks (" and \), each of those after a backslash.
-func appendWord(dst []byte, x, q uint64, n int) []byte {
-	l := len(dst)
-	if q == 0 && cap(dst)-l >= 8 {
-		dst = dst[:l+8]
-		binary.LittleEndian.PutUint64(dst[l:], x)
-		return dst[:l+n]
-	}
-	// The word is written 8 bytes at a time from its next byte to write,
-	// each escaped byte written again after a backslash: at most 16 bytes
-	// written, and 8 more stored past them.
-	var scratch [24]byte
-	out := &scratch
-	direct := cap(dst)-l >= len(out)
-	if direct {
-		out = (*[24]byte)(dst[l : l+len(out)])
-	}
-	j := 0
-	for q != 0 {
-		shift := uint(bits.TrailingZeros64(q)) & 56 // 8 times k, the next byte to escape
-		k := int(shift >> 3)
-		binary.LittleEndian.PutUint64(out[j&15:], x)
-		j += k
-		out[j&15] = '\\'
-		j++
-		x >>= shift // the escaped byte first, written by the next store
-		q = q >> shift &^ 0x80
-		n -= k
-	}
-	binary.LittleEndian.PutUint64(out[j&15:], x)
-	j += n
-	if direct {
-		return dst[:l+j]
-	}
-	return append(dst, scratch[:j]...)
-}
-
-// appendChars appends the characters of s from i to end or just past it
-// (a rune may end past it), as appendQuoted: s[start:i] and the bytes
-// written as they are stay to be written, up to the first escape.
-func appendChars(dst []byte, s string, start, i, end int) ([]byte, int, int) {
-	for i < end {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if asIs[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			if e := shortEscapes[b]; e != 0 {
-				dst = append(dst, '\\', e)
-			} else {
-				dst = append(dst, asciiEscapes[b]...)
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			start = i + size
-		case c == '\u2028':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\u2028`...)
-			start = i + size
-		case c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\u2029`...)
-			start = i + size
-		}
-		i += size
-	}
-	return dst, start, i
-}
 
 // member is a map's member, collected for sorting.
 type member[V any] struct {
@@ -342,20 +98,20 @@ func encodedLen(r *Response) int {
 	if len(r.Headers) > 0 {
 		n += len(keyHeaders) + len(r.Headers) - 1 + len("}") // commas between members
 		for k, v := range r.Headers {
-			n += quotedLen(k) + len(":") + quotedLen(v)
+			n += canonjson.QuotedLen(k) + len(":") + canonjson.QuotedLen(v)
 		}
 	}
 	if len(r.MultiValueHeaders) > 0 {
 		n += len(keyMulti) + len(r.MultiValueHeaders) - 1 + len("}")
 		for k, vs := range r.MultiValueHeaders {
-			n += quotedLen(k) + len(":") + listLen(vs)
+			n += canonjson.QuotedLen(k) + len(":") + listLen(vs)
 		}
 	}
 	if len(r.Cookies) > 0 {
 		n += len(keyCookies) - len("[") + listLen(r.Cookies)
 	}
 	if r.Body != "" {
-		n += len(keyBody) + quotedLen(r.Body)
+		n += len(keyBody) + canonjson.QuotedLen(r.Body)
 	}
 	if r.IsBase64Encoded {
 		n += len(keyBase64)
@@ -382,7 +138,7 @@ func listLen(vs []string) int {
 		if i > 0 {
 			n++
 		}
-		n += quotedLen(v)
+		n += canonjson.QuotedLen(v)
 	}
 	return n
 }
@@ -397,7 +153,7 @@ func appendList(dst []byte, vs []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendQuoted(dst, v)
+		dst = canonjson.AppendQuoted(dst, v)
 	}
 	return append(dst, ']')
 }
@@ -424,7 +180,7 @@ func appendResponse(dst []byte, r *Response) []byte {
 	}
 	if r.Body != "" {
 		dst = append(dst, keyBody...)
-		dst = appendQuoted(dst, r.Body)
+		dst = canonjson.AppendQuoted(dst, r.Body)
 	}
 	if r.IsBase64Encoded {
 		dst = append(dst, keyBase64...)
@@ -443,9 +199,9 @@ func appendHeaders(dst []byte, m map[string]string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendQuoted(dst, h.name)
+		dst = canonjson.AppendQuoted(dst, h.name)
 		dst = append(dst, ':')
-		dst = appendQuoted(dst, h.value)
+		dst = canonjson.AppendQuoted(dst, h.value)
 	}
 	return append(dst, '}')
 }
@@ -459,7 +215,7 @@ func appendMulti(dst []byte, m map[string][]string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendQuoted(dst, h.name)
+		dst = canonjson.AppendQuoted(dst, h.name)
 		dst = append(dst, ':')
 		dst = appendList(dst, h.value)
 	}
@@ -699,9 +455,9 @@ func (p *formParser) readStrings(list []span) ([]span, bool) {
 	}
 }
 
-// readString reads a JSON string as appendQuoted writes it, decoding it into
-// text: valid UTF-8 (characters appendQuoted would escape are taken as they
-// are, as json.Unmarshal takes them), and only appendQuoted's escapes. A
+// readString reads a JSON string as Encode writes it, decoding it into text:
+// valid UTF-8 (characters Encode would escape are taken as they are, as
+// json.Unmarshal takes them), and only Encode's escapes. A
 // control character, invalid UTF-8, or any other escape (\/, \u00E9, a
 // surrogate...) is left to json.Unmarshal, which refuses it or decodes it
 // its own way.
@@ -743,8 +499,8 @@ func (p *formParser) readString() (span, bool) {
 	return span{}, false // unterminated
 }
 
-// unescape decodes the escape esc starts with, if it is one appendQuoted
-// writes, and returns its length.
+// unescape decodes the escape esc starts with, if it is one Encode writes,
+// and returns its length.
 func (p *formParser) unescape(esc []byte) (int, bool) {
 	if len(esc) < 2 {
 		return 0, false
