@@ -180,12 +180,7 @@ value: // A value, or white space before it, starts at pos.
 	}
 	switch data[pos] {
 	case '{':
-		if depth == len(p.frames) {
-			p.grow()
-		}
-		p.frames[depth] = top
-		depth++
-		top = nm
+		depth, top = p.push(depth, top), nm
 		pos++
 		if pos < len(data) && data[pos] <= ' ' {
 			out, run, pos = skipSpace(out, data, run, pos)
@@ -203,12 +198,7 @@ value: // A value, or white space before it, starts at pos.
 		}
 		return nil, invalid(data, pos, "expected object key")
 	case '[':
-		if depth == len(p.frames) {
-			p.grow()
-		}
-		p.frames[depth] = top
-		depth++
-		top = inArray
+		depth, top = p.push(depth, top), inArray
 		pos++
 		if pos < len(data) && data[pos] <= ' ' {
 			out, run, pos = skipSpace(out, data, run, pos)
@@ -419,6 +409,16 @@ done: // The document's value ended at pos.
 		return nil, invalid(data, pos, "trailing data")
 	}
 	return out, nil
+}
+
+// push saves top, the frame that a new array or object opens inside, at
+// depth, and returns the depth inside the new one.
+func (p *parser) push(depth, top int) int {
+	if depth == len(p.frames) {
+		p.grow()
+	}
+	p.frames[depth] = top
+	return depth + 1
 }
 
 // grow makes room for another frame and member, or either: parse checks
