@@ -169,10 +169,10 @@ func appendResponse(dst []byte, r *Response) []byte {
 		dst = strconv.AppendInt(dst, int64(s), 10)
 	}
 	if len(r.Headers) > 0 {
-		dst = appendHeaders(dst, r.Headers)
+		dst = appendObject(dst, keyHeaders, r.Headers, canonjson.AppendQuoted)
 	}
 	if len(r.MultiValueHeaders) > 0 {
-		dst = appendMulti(dst, r.MultiValueHeaders)
+		dst = appendObject(dst, keyMulti, r.MultiValueHeaders, appendList)
 	}
 	if len(r.Cookies) > 0 {
 		dst = append(dst, keyCookies[:len(keyCookies)-1]...)
@@ -188,36 +188,21 @@ func appendResponse(dst []byte, r *Response) []byte {
 	return append(dst, '}')
 }
 
-// appendHeaders appends the headers member, m not empty. Its members are
-// sorted on the stack when there are no more than an ordinary response's
-// (a function of its own, so that only a map there is pays for clearing
-// the buffer).
-func appendHeaders(dst []byte, m map[string]string) []byte {
-	var buf [16]member[string]
-	dst = append(dst, keyHeaders...)
+// appendObject appends the member that starts with key (its name, colon
+// and opening brace), for m not empty, its values written by appendValue.
+// Its members are sorted on the stack when there are no more than an
+// ordinary response's (a function of its own, so that only a map there is
+// pays for clearing the buffer).
+func appendObject[V any](dst []byte, key string, m map[string]V, appendValue func([]byte, V) []byte) []byte {
+	var buf [16]member[V]
+	dst = append(dst, key...)
 	for i, h := range sortedMembers(m, buf[:]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = canonjson.AppendQuoted(dst, h.name)
 		dst = append(dst, ':')
-		dst = canonjson.AppendQuoted(dst, h.value)
-	}
-	return append(dst, '}')
-}
-
-// appendMulti appends the multiValueHeaders member, m not empty, as
-// appendHeaders does the headers.
-func appendMulti(dst []byte, m map[string][]string) []byte {
-	var buf [16]member[[]string]
-	dst = append(dst, keyMulti...)
-	for i, h := range sortedMembers(m, buf[:]) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = canonjson.AppendQuoted(dst, h.name)
-		dst = append(dst, ':')
-		dst = appendList(dst, h.value)
+		dst = appendValue(dst, h.value)
 	}
 	return append(dst, '}')
 }
