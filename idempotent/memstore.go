@@ -44,7 +44,7 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 		s.records = make(map[string]*storage.Record)
 	}
 	rec.Data = append([]byte(nil), rec.Data...)
-	rec.Steps = nil // never the caller's: none, or the old record's below
+	rec.Steps, rec.Suspended = nil, false // never the caller's: none, or the old record's below
 	var kept []storage.Step
 	if exists && old.Resumable(&rec, now) {
 		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
@@ -52,8 +52,9 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	held := new(storage.Record) // not &rec: that would put every claim's rec on the heap, refused ones too
 	*held = rec
 	s.records[rec.ID] = held
-	tookOver := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
-	return storage.ClaimResult{Claimed: true, TookOver: tookOver, Steps: kept}, nil
+	replaced := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
+	resumed := replaced && old.Suspended
+	return storage.ClaimResult{Claimed: true, TookOver: replaced && !resumed, Resumed: resumed, Steps: kept}, nil
 }
 
 // Complete implements storage.Store.
@@ -75,7 +76,7 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	old.Data = data
 	old.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0) // as normalizeTimes
 	old.LeaseExpiresAt = time.Time{}
-	old.Steps = nil
+	old.Steps, old.Suspended = nil, false
 	return nil
 }
 
@@ -114,6 +115,7 @@ func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd ti
 		return storage.ErrLeaseLost
 	}
 	old.LeaseExpiresAt = time.UnixMilli(leaseEnd.UnixMilli())
+	old.Suspended = true
 	return nil
 }
 

@@ -44,6 +44,12 @@ type Record struct {
 	// that takes the record over for the same Fingerprint keeps them; every
 	// other write that replaces the record, and Complete, drops them.
 	Steps []Step
+	// Suspended reports that the record's owner gave it up after its work
+	// failed, keeping its Steps for the next claim of the same payload
+	// (Store.Suspend). Its lease end is then in the past. A claim that
+	// replaces a suspended record resumes it ([ClaimResult.Resumed]); it is
+	// not a takeover of a crashed or overrunning owner.
+	Suspended bool
 }
 
 // Step is one finished step of a record's owner: its name, unique within

@@ -17,7 +17,7 @@ type Store interface {
 	// carrying rec.Lease is the caller's own (a retried claim whose first
 	// response was lost) and counts as claimed.
 	//
-	// The claimed record holds rec's fields and no Steps, except when the
+	// The claimed record holds rec's fields (Suspended false) and no Steps, except when the
 	// claim replaces a record that is [Record.Resumable] for rec (a takeover
 	// for the same payload): it then keeps that record's Steps, and returns
 	// them in ClaimResult.Steps, in the same atomic operation.
@@ -28,7 +28,7 @@ type Store interface {
 	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)
 
 	// Complete overwrites the record's Status, Data and ExpiresAt with rec's,
-	// clears LeaseExpiresAt and drops its Steps, on condition that the stored record carries
+	// clears LeaseExpiresAt and Suspended and drops its Steps, on condition that the stored record carries
 	// rec.Lease (status is not checked, so a retried completion succeeds again).
 	// It returns an error wrapping ErrLeaseLost if the record is gone or has
 	// another lease, and one wrapping ErrTooLarge, without writing, if the store
@@ -47,8 +47,9 @@ type Store interface {
 	// would not fit the store.
 	AppendStep(ctx context.Context, id, lease string, step Step) error
 
-	// Suspend sets the lease end of the INPROGRESS record id to leaseEnd,
-	// keeping the record and its Steps, on condition that it carries lease:
+	// Suspend sets the lease end of the INPROGRESS record id to leaseEnd and
+	// marks it Suspended, keeping the record and its Steps, on condition that
+	// it carries lease:
 	// an owner whose work failed after finishing steps lets the next claim
 	// for the same payload take the record over at once and resume. A record
 	// that is already gone is not an error; one with another lease, or
@@ -61,9 +62,14 @@ type ClaimResult struct {
 	// Claimed reports whether the caller now owns the record.
 	Claimed bool
 	// TookOver reports that the claim replaced another owner's INPROGRESS
-	// record (its lease had lapsed: the owner crashed or overran). Replacing an
-	// expired COMPLETED record is not a takeover.
+	// record whose lease had lapsed while it ran: the owner crashed or
+	// overran. Replacing an expired COMPLETED record is not a takeover, nor is
+	// replacing a suspended one (see Resumed).
 	TookOver bool
+	// Resumed reports that the claim replaced a suspended record (its owner
+	// failed and called Suspend): an ordinary retry after a handler error,
+	// never reported as TookOver.
+	Resumed bool
 	// Existing is the live record that refused the claim; nil when Claimed.
 	Existing *Record
 	// Steps are the steps the claimed record kept from the record it took

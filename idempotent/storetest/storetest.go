@@ -169,6 +169,7 @@ func (c *checker) sameRecord(got *storage.Record, want storage.Record) {
 	check("Data", bytes.Equal(got.Data, want.Data), len(got.Data), len(want.Data))
 	check("Version", got.Version == want.Version, got.Version, want.Version)
 	check("Steps", sameSteps(got.Steps, want.Steps), stepNames(got.Steps), stepNames(want.Steps))
+	check("Suspended", got.Suspended == want.Suspended, got.Suspended, want.Suspended)
 	for _, d := range diffs {
 		c.errorf("record %s: %s", want.ID, d)
 	}
@@ -312,8 +313,8 @@ func cases() []testCase {
 			c.mustClaim(a, c.now)
 			later := c.now.Add(2 * time.Second)
 			b := rival(a, later.Add(time.Minute))
-			if res := c.mustClaim(b, later); !res.TookOver {
-				c.errorf("claim after the lease lapsed: TookOver = false, want true")
+			if res := c.mustClaim(b, later); !res.TookOver || res.Resumed {
+				c.errorf("claim after the lease lapsed: TookOver = %v, Resumed = %v; want a takeover (true, false)", res.TookOver, res.Resumed)
 			}
 			// The first owner is fenced out.
 			c.wantLeaseLost(c.store.Complete(c.ctx(), completed(a, []byte("p-late"), later.Add(time.Hour))), "late Complete by the previous owner")
@@ -597,12 +598,30 @@ func cases() []testCase {
 			if err := c.store.Suspend(c.ctx(), a.ID, a.Lease, end); err != nil {
 				c.fatalf("Suspend: %v", err)
 			}
+			// Another payload is refused by the suspended record, which
+			// says it is suspended (idemkit inspect tells it from a crash).
+			other := rival(a, c.now.Add(time.Minute))
+			other.Fingerprint = randomHex(32)
+			held := c.mustRefuse(other, c.now)
+			if !held.Suspended {
+				c.errorf("the record after Suspend: Suspended = false, want true")
+			}
 			b := rival(a, c.now.Add(time.Minute))
 			res := c.mustClaim(b, c.now)
-			if !res.TookOver {
-				c.errorf("claim after Suspend: TookOver = false, want true")
+			if res.TookOver || !res.Resumed {
+				c.errorf("claim after Suspend: TookOver = %v, Resumed = %v; want a resume (false, true)", res.TookOver, res.Resumed)
 			}
 			c.wantSteps(res, steps, "claim after Suspend")
+			// The resumed record is the new owner's: not suspended.
+			b.Steps = steps
+			if got := c.mustRefuse(rival(b, c.now.Add(time.Minute)), c.now); got.Suspended {
+				c.errorf("the resumed record: Suspended = true, want false")
+			}
+			// Its owner's completion is not suspended either.
+			c.mustComplete(completed(b, []byte("r"), c.now.Add(time.Hour)))
+			if got := c.mustRefuse(rival(b, c.now.Add(time.Minute)), c.now); got.Suspended {
+				c.errorf("the completed record: Suspended = true, want false")
+			}
 		}},
 		{"SuspendFencedByLease", func(c *checker) {
 			a := c.inProgress(time.Minute)
