@@ -301,7 +301,7 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 		}
 		if res.Claimed {
 			j.f.hold(&rec)
-			return e.run(ctx, j, rec, claimStart.Add(budget-reserve(budget)), res.TookOver, res.Steps)
+			return e.run(ctx, j, rec, claimStart.Add(budget-reserve(budget)), res)
 		}
 		j.f.settle()
 		ex := res.Existing
@@ -423,19 +423,19 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the work under the claimed record, to stop by workDeadline,
 // and settles the record.
-func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, tookOver bool, steps []storage.Step) (Result, error) {
+func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, claim storage.ClaimResult) (Result, error) {
 	start := j.start
 	// The work must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	w := &workCtx{inv: invocationCtx{Context: ctx, recordID: rec.ID, tookOver: tookOver,
-		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: steps}}}
+	w := &workCtx{inv: invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
+		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}}
 	ictx, wctx := &w.inv, &w.deadlineCtx
 	wctx.init(ictx, workDeadline)
 	if werr := wctx.Err(); werr != nil {
 		wctx.cancel()
-		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: tookOver,
+		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed,
 			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, werr)}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Err = errors.Join(ev.Err, rerr)
@@ -447,14 +447,22 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		// Only runtime.Goexit in the work (t.FailNow, say) gets here
 		// unsettled: panics are recovered by call. Give the key back.
 		if !settled {
+			ictx.steps.end()
 			_ = e.giveBack(ctx, rec, &ictx.steps)
 		}
 	}()
 	data, p, err := call(wctx, j.r)
 	settled = true
 	wctx.cancel()
+	// A run that succeeded without taking a step its record held took a
+	// different path, or the step was renamed or removed by a deployment
+	// since it ran: say so, since a renamed step ran again.
+	if untaken := ictx.steps.end(); untaken != nil && p == nil && err == nil {
+		e.logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
+			slog.String("record_id", rec.ID), slog.Any("steps", untaken))
+	}
 	res := Result{Response: data, Ran: true}
-	ev := Event{RecordID: rec.ID, TookOver: tookOver, HandlerRan: true}
+	ev := Event{RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed, HandlerRan: true}
 	encErr := err != nil && e.notStoredBy(err)
 
 	if p != nil || (err != nil && !encErr) {
@@ -710,6 +718,9 @@ func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
 			slog.Duration("duration", ev.Duration))
 		if ev.TookOver {
 			attrs = append(attrs, slog.Bool("took_over", true))
+		}
+		if ev.Resumed {
+			attrs = append(attrs, slog.Bool("resumed", true))
 		}
 		if ev.Shared {
 			attrs = append(attrs, slog.Bool("shared", true))

@@ -71,6 +71,10 @@ type Event struct {
 	// TookOver reports that this invocation took over a record whose owner
 	// crashed or overran its lease (the handler ran again, by design).
 	TookOver bool
+	// Resumed reports that this invocation resumed a record its previous
+	// owner suspended after a handler error, keeping its finished steps (see
+	// Step): an ordinary retry, not a takeover.
+	Resumed bool
 	// FromCache reports a replay served by the local cache (no store call).
 	FromCache bool
 	// Shared reports a replay of the response another call for the same key
@@ -96,6 +100,9 @@ type Invocation struct {
 	DownstreamKey string
 	// TookOver reports that this run took over a crashed or timed-out owner.
 	TookOver bool
+	// Resumed reports that this run resumed a record suspended after a
+	// handler error: the steps it finished are answered from the record.
+	Resumed bool
 }
 
 type invocationKey struct{}
@@ -108,6 +115,7 @@ type invocationCtx struct {
 	context.Context
 	recordID string
 	tookOver bool
+	resumed  bool
 	steps    stepLog
 }
 
@@ -125,7 +133,7 @@ func FromContext(ctx context.Context) (Invocation, bool) {
 	if !ok {
 		return Invocation{}, false
 	}
-	return Invocation{RecordID: inv.recordID, DownstreamKey: downstreamKey(inv.recordID), TookOver: inv.tookOver}, true
+	return Invocation{RecordID: inv.recordID, DownstreamKey: downstreamKey(inv.recordID), TookOver: inv.tookOver, Resumed: inv.resumed}, true
 }
 
 // DownstreamKey returns FromContext(ctx).DownstreamKey, or "" outside a

@@ -18,15 +18,10 @@ const MaxStepNameBytes = 128
 
 var (
 	// ErrInvalidStep: Step was called with an empty, overlong or non-UTF-8
-	// name, or with a name already used in this run of the handler. A
-	// programmer error: fix the handler. Not retryable.
+	// name, with a name already used in this run of the handler, or after
+	// the handler returned. Nothing ran. A programmer error: fix the handler.
+	// Not retryable.
 	ErrInvalidStep = errors.New("idempotent: invalid step")
-
-	// ErrStepsChanged: the record holds steps the handler no longer takes in
-	// the same order (a deployment changed the sequence while a record was
-	// half done). Nothing is run or mixed; the record stays until it expires
-	// or an operator forgets it (idemkit forget). Not retryable.
-	ErrStepsChanged = errors.New("idempotent: the handler's steps changed since the record was written")
 
 	// ErrStepNotRecorded: the step ran (its side effect happened) but its
 	// result could not be recorded: the store failed, the record would grow
@@ -45,10 +40,16 @@ var (
 // that charges a card, then writes a ledger entry, then sends an email
 // charges once even when the ledger write fails and the retry runs again.
 //
-// Names are unique within a handler run and steps run one after another;
-// their order is part of the record: a retry must take the same steps in the
-// same order, up to where the record stops (else ErrStepsChanged). Results are
-// encoded with encoding/json and must round-trip through it. Inside fn,
+// Steps are matched by name: a step the record holds is answered from it,
+// wherever the handler takes it; a step the record does not hold (never run,
+// or run but not recorded) runs. So steps may be reordered or added between
+// deployments, and a step whose record write failed simply runs again on the
+// retry; a renamed step is a new step and runs again. Names are unique within
+// a handler run. Steps may be taken from several goroutines at once and may
+// nest (a step inside another's fn); each is recorded when it finishes. A
+// Step called after the handler returned is refused with ErrInvalidStep
+// without running fn. Results are encoded with encoding/json and must
+// round-trip through it. Inside fn,
 // DownstreamKey(ctx) is the step's own key (derived from the record's and
 // the step name): pass it to the step's downstream API, so that even a crash
 // inside the step, after its side effect and before its record, repeats
@@ -97,10 +98,10 @@ type stepLog struct {
 	id, lease string
 
 	mu       sync.Mutex
-	resumed  []storage.Step // what the claim handed over
-	next     int            // how many of them this run has taken
+	resumed  []storage.Step // what the claim handed over, matched by name
 	used     map[string]bool
-	recorded int // steps this run recorded
+	recorded int  // steps this run recorded
+	ended    bool // the handler returned: no step may begin
 }
 
 // begin checks name and answers a step the record already holds.
@@ -110,6 +111,9 @@ func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.ended {
+		return nil, false, fmt.Errorf("%w: step %q taken after the handler returned", ErrInvalidStep, name)
+	}
 	if l.used[name] {
 		return nil, false, fmt.Errorf("%w: step %q taken twice in one run: step names must be unique", ErrInvalidStep, name)
 	}
@@ -117,15 +121,26 @@ func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
 		l.used = make(map[string]bool)
 	}
 	l.used[name] = true
-	if l.next < len(l.resumed) {
-		held := l.resumed[l.next]
-		if held.Name != name {
-			return nil, false, fmt.Errorf("%w: step %d is %q, the record holds %q", ErrStepsChanged, l.next+1, name, held.Name)
+	for _, held := range l.resumed {
+		if held.Name == name {
+			return held.Data, true, nil
 		}
-		l.next++
-		return held.Data, true, nil
 	}
 	return nil, false, nil
+}
+
+// end refuses every later step and returns the names of held steps this run
+// did not take (renamed or dropped by a deployment).
+func (l *stepLog) end() (untaken []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
+	for _, held := range l.resumed {
+		if !l.used[held.Name] {
+			untaken = append(untaken, held.Name)
+		}
+	}
+	return untaken
 }
 
 // record writes a finished step into the record.

@@ -3,7 +3,9 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // countingStore counts every store call in front of a MemoryStore.
@@ -272,25 +275,242 @@ func TestStepTooLargeIsAClearErrorNotAStuckRecord(t *testing.T) {
 	assert.Equal(t, 2, runs)
 }
 
-func TestStepsChangedBetweenDeployments(t *testing.T) {
+func TestStepsAreMatchedByNameAcrossDeployments(t *testing.T) {
+	// Steps are matched by name, not position: a record written by an older
+	// deployment whose step was renamed ("reserve") neither blocks the key
+	// nor is mixed in; the handler's own steps run and a warning names the
+	// step it did not take.
 	clk := newClock()
 	store := idempotent.NewMemoryStore()
 	id := idempotent.RecordID("pay", "", "k4")
 	crashedOwner(t, store, id, clk.Now(), clk.Now().Add(time.Second),
-		storage.Step{Name: "reserve", Data: []byte(`1`)})
+		storage.Step{Name: "reserve", Data: []byte(`1`)},
+		storage.Step{Name: "ledger", Data: []byte(`{"id":"ch_old","amount":3}`)})
 	clk.Advance(2 * time.Second)
+	var logs testlog.Buffer
 	p := &payment{}
-	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now))
-	_, err := h(context.Background(), stepOrder{Key: "k4"})
-	require.ErrorIs(t, err, idempotent.ErrStepsChanged)
-	assert.Equal(t, [3]int32{0, 0, 0}, p.counts(), "nothing runs on a changed sequence")
-	// The record and its step are kept (suspended), not deleted.
-	res, err := store.Claim(context.Background(), storage.Record{ID: id, Lease: "probe", Status: storage.StatusInProgress,
-		ExpiresAt: clk.Now().Add(time.Hour), LeaseExpiresAt: clk.Now().Add(time.Minute), Version: storage.RecordVersion}, clk.Now())
+	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"),
+		idempotent.WithClock(clk.Now), idempotent.WithLogger(testlog.Logger(&logs)))
+	got, err := h(context.Background(), stepOrder{Key: "k4", Amount: 3})
 	require.NoError(t, err)
-	require.True(t, res.Claimed)
-	require.Len(t, res.Steps, 1)
-	assert.Equal(t, "reserve", res.Steps[0].Name)
+	assert.Equal(t, "paid ch_k4", got)
+	assert.Equal(t, [3]int32{1, 0, 1}, p.counts(), "the held ledger step is answered wherever it comes; the others run")
+	assert.Contains(t, logs.String(), `"steps":["reserve"]`, "the untaken step is named in a warning")
+}
+
+// flakyStepStore fails the first AppendStep of the named step, as a store
+// outage or throttling would.
+type flakyStepStore struct {
+	*countingStore
+	failStep string
+	failed   atomic.Bool
+}
+
+func (s *flakyStepStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
+	if step.Name == s.failStep && s.failed.CompareAndSwap(false, true) {
+		s.appends.Add(1)
+		return errors.New("store: throttled")
+	}
+	return s.countingStore.AppendStep(ctx, id, lease, step)
+}
+
+func TestAnUnrecordedStepRunsAgainOnTheRetry(t *testing.T) {
+	// The first step ran but its record write failed (ErrStepNotRecorded);
+	// the handler went on, the second step was recorded, then the handler
+	// failed. The retry runs the first step again and answers the second
+	// from the record: a transient store error never strands the key.
+	store := &flakyStepStore{countingStore: newCountingStore(), failStep: "charge"}
+	p := &payment{}
+	var sawNotRecorded atomic.Bool
+	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+		for i, name := range []string{"charge", "ledger", "email"} {
+			_, err := idempotent.Step(ctx, name, func(context.Context) (charge, error) {
+				p.runs[i].Add(1)
+				return charge{ID: "ch_" + o.Key}, nil
+			})
+			if errors.Is(err, idempotent.ErrStepNotRecorded) {
+				sawNotRecorded.Store(true) // ran: go on, as ErrStepNotRecorded's doc says a handler may
+			} else if err != nil {
+				return "", err
+			}
+			if int(p.failAfter.Load()) == i+1 {
+				return "", errLedgerDown
+			}
+		}
+		return "done", nil
+	}, idempotent.WithKey(stepOrderKey))
+	ctx := context.Background()
+	p.failAfter.Store(2)
+	_, err := h(ctx, stepOrder{Key: "k"})
+	require.ErrorIs(t, err, errLedgerDown)
+	require.True(t, sawNotRecorded.Load())
+	assert.Equal(t, [3]int32{1, 1, 0}, p.counts())
+
+	p.failAfter.Store(0)
+	got, err := h(ctx, stepOrder{Key: "k"})
+	require.NoError(t, err, "the retry must not be refused")
+	assert.Equal(t, "done", got)
+	assert.Equal(t, [3]int32{2, 1, 1}, p.counts(), "the unrecorded step runs again, the recorded one does not")
+}
+
+func TestConcurrentAndNestedSteps(t *testing.T) {
+	// Steps taken from several goroutines at once, and a step inside
+	// another's function, resume by name: what finished and was recorded is
+	// answered, the rest runs.
+	type counts struct{ a, b, c, outer, inner atomic.Int32 }
+	tests := []struct {
+		name string
+		// handler takes its steps, failing on the first run (fail true)
+		// after some of them finished.
+		handler func(ctx context.Context, n *counts, fail bool) error
+		first   [5]int32 // a, b, c, outer, inner after the failed run
+		second  [5]int32 // after the retry
+	}{
+		{"concurrent", func(ctx context.Context, n *counts, fail bool) error {
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			for i, c := range []*atomic.Int32{&n.a, &n.b, &n.c} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = idempotent.Step(ctx, fmt.Sprint("part-", i), func(context.Context) (int, error) {
+						c.Add(1)
+						if fail && i == 1 {
+							return 0, errLedgerDown
+						}
+						return i, nil
+					})
+				}()
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		}, [5]int32{1, 1, 1, 0, 0}, [5]int32{1, 2, 1, 0, 0}},
+		{"nested, the outer step fails after the inner one", func(ctx context.Context, n *counts, fail bool) error {
+			_, err := idempotent.Step(ctx, "outer", func(ctx context.Context) (int, error) {
+				n.outer.Add(1)
+				v, err := idempotent.Step(ctx, "inner", func(context.Context) (int, error) {
+					n.inner.Add(1)
+					return 7, nil
+				})
+				if err != nil || fail {
+					return 0, errors.Join(err, errLedgerDown)
+				}
+				return v + 1, nil
+			})
+			return err
+		}, [5]int32{0, 0, 0, 1, 1}, [5]int32{0, 0, 0, 2, 1}},
+		{"nested, the handler fails after the outer step", func(ctx context.Context, n *counts, fail bool) error {
+			v, err := idempotent.Step(ctx, "outer", func(ctx context.Context) (int, error) {
+				n.outer.Add(1)
+				return idempotent.Step(ctx, "inner", func(context.Context) (int, error) {
+					n.inner.Add(1)
+					return 7, nil
+				})
+			})
+			if err == nil && v != 7 {
+				return fmt.Errorf("outer = %d, want 7", v)
+			}
+			if err == nil && fail {
+				return errLedgerDown
+			}
+			return err
+		}, [5]int32{0, 0, 0, 1, 1}, [5]int32{0, 0, 0, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n counts
+			var fail atomic.Bool
+			fail.Store(true)
+			h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+				if err := tt.handler(ctx, &n, fail.Load()); err != nil {
+					return "", err
+				}
+				return "ok", nil
+			}, idempotent.WithKey(stepOrderKey))
+			snapshot := func() [5]int32 { return [5]int32{n.a.Load(), n.b.Load(), n.c.Load(), n.outer.Load(), n.inner.Load()} }
+			_, err := h(context.Background(), stepOrder{Key: "k"})
+			require.ErrorIs(t, err, errLedgerDown)
+			assert.Equal(t, tt.first, snapshot())
+			fail.Store(false)
+			got, err := h(context.Background(), stepOrder{Key: "k"})
+			require.NoError(t, err)
+			assert.Equal(t, "ok", got)
+			assert.Equal(t, tt.second, snapshot())
+		})
+	}
+}
+
+func TestStepAfterTheHandlerReturnedIsRefused(t *testing.T) {
+	// A goroutine the handler did not wait for takes a step after the
+	// handler returned: it is refused before its function runs, so no side
+	// effect happens outside the record's life.
+	var ran atomic.Bool
+	late := make(chan error, 1)
+	release := make(chan struct{})
+	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+		go func() {
+			<-release
+			_, err := idempotent.Step(ctx, "late", func(context.Context) (int, error) {
+				ran.Store(true)
+				return 1, nil
+			})
+			late <- err
+		}()
+		return "ok", nil
+	}, idempotent.WithKey(stepOrderKey))
+	_, err := h(context.Background(), stepOrder{Key: "k"})
+	require.NoError(t, err)
+	close(release)
+	require.ErrorIs(t, <-late, idempotent.ErrInvalidStep)
+	assert.False(t, ran.Load())
+}
+
+func TestResumeIsReportedAsAResumeNotATakeover(t *testing.T) {
+	clk := newClock()
+	var logs testlog.Buffer
+	var events []idempotent.Event
+	var invs []idempotent.Invocation
+	p := &payment{}
+	store := idempotent.NewMemoryStore()
+	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+		inv, _ := idempotent.FromContext(ctx)
+		invs = append(invs, inv)
+		return p.handle(ctx, o)
+	}, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now),
+		idempotent.WithLogger(testlog.Logger(&logs)),
+		idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { events = append(events, ev) }))
+	ctx := context.Background()
+
+	// A handler error after a finished step suspends the record; the retry
+	// resumes it.
+	p.failAfter.Store(1)
+	_, err := h(ctx, stepOrder{Key: "r"})
+	require.ErrorIs(t, err, errLedgerDown)
+	p.failAfter.Store(0)
+	_, err = h(ctx, stepOrder{Key: "r"})
+	require.NoError(t, err)
+	require.Len(t, events, 2)
+	assert.Equal(t, idempotent.OutcomeExecuted, events[1].Outcome)
+	assert.True(t, events[1].Resumed)
+	assert.False(t, events[1].TookOver, "a resume after a handler error is not a takeover")
+	assert.True(t, invs[1].Resumed)
+	assert.False(t, invs[1].TookOver)
+	assert.Contains(t, logs.String(), `"resumed":true`)
+	assert.NotContains(t, logs.String(), "took_over")
+	assert.NotContains(t, logs.String(), `"level":"WARN"`)
+
+	// A crashed owner's record is taken over: a takeover, reported as one.
+	id := idempotent.RecordID("pay", "", "c")
+	crashedOwner(t, store, id, clk.Now(), clk.Now().Add(time.Second),
+		storage.Step{Name: "charge", Data: []byte(`{"id":"ch_c"}`)})
+	clk.Advance(2 * time.Second)
+	_, err = h(ctx, stepOrder{Key: "c"})
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	assert.True(t, last.TookOver)
+	assert.False(t, last.Resumed)
+	assert.True(t, invs[len(invs)-1].TookOver)
+	assert.Contains(t, logs.String(), `"took_over":true`)
 }
 
 func TestStepDownstreamKeys(t *testing.T) {

@@ -9,7 +9,8 @@
 // (executed, replayed, in_progress, payload_mismatch, handler_error,
 // not_stored, response_not_stored, lease_lost, store_error, rejected,
 // bypassed), a took_over count when a crashed owner was taken over, a
-// from_cache count for local-cache replays, and the wrapper's duration in
+// resumed count when a record suspended after a handler error was resumed
+// (not a takeover), a from_cache count for local-cache replays, and the wrapper's duration in
 // milliseconds. Writing a line per invocation, rather than buffering, means a
 // frozen or killed Lambda environment loses no metric.
 //

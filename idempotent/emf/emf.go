@@ -29,7 +29,7 @@ type Options struct {
 	// CloudWatch's rules apply: at most 30 dimensions; names of 1 to 255 and
 	// values of 1 to 1024 printable ASCII characters, not all spaces; no name
 	// starting with a colon. And a name may not be "_aws" or a metric's (the
-	// outcomes, took_over, from_cache, duration_ms), which share the line.
+	// outcomes, took_over, resumed, from_cache, duration_ms), which share the line.
 	// New panics otherwise: CloudWatch would drop the metrics silently.
 	Dimensions map[string]string
 	// Now replaces time.Now for the line's timestamp (for tests).
@@ -80,7 +80,7 @@ func checkDimensions(dims map[string]string) error {
 	if len(dims) > maxDimensions {
 		return fmt.Errorf("%d dimensions, CloudWatch allows at most %d", len(dims), maxDimensions)
 	}
-	reserved := map[string]bool{"_aws": true, "took_over": true, "from_cache": true, "duration_ms": true}
+	reserved := map[string]bool{"_aws": true, "took_over": true, "resumed": true, "from_cache": true, "duration_ms": true}
 	for o := idempotent.Outcome(1); o.String() != "unknown"; o++ {
 		reserved[o.String()] = true
 	}
@@ -146,6 +146,10 @@ func (m *Metrics) Hook(_ context.Context, e idempotent.Event) {
 	if e.TookOver {
 		defs = append(defs, metricDef{Name: "took_over", Unit: "Count"})
 		line["took_over"] = 1
+	}
+	if e.Resumed {
+		defs = append(defs, metricDef{Name: "resumed", Unit: "Count"})
+		line["resumed"] = 1
 	}
 	if e.FromCache {
 		defs = append(defs, metricDef{Name: "from_cache", Unit: "Count"})
