@@ -76,13 +76,15 @@ func (r *Record) Resumable(claim *Record, now time.Time) bool {
 // (LeaseExpiresAt.UnixMilli() < now.UnixMilli()) and the takeover is for the
 // same payload: r or claim carries no Fingerprint, or both carry the same. A
 // lapsed owner's record thus stays bound to the payload it was claimed with
-// until it expires; only a retry of that payload takes it over. An
-// INPROGRESS record without a lease end is never taken over.
+// until it expires; only a retry of that payload takes it over. A foreign
+// record (a Version other than RecordVersion, or no Lease: another library's,
+// or a later format's) is never taken over, nor is an INPROGRESS record
+// without a lease end: they are replaced only once they expire.
 func (r *Record) Replaceable(claim *Record, now time.Time) bool {
 	if r.Expired(now) {
 		return true
 	}
-	return r.Status == StatusInProgress && !r.LeaseExpiresAt.IsZero() &&
+	return r.Status == StatusInProgress && r.Version == RecordVersion && r.Lease != "" && !r.LeaseExpiresAt.IsZero() &&
 		r.LeaseExpiresAt.UnixMilli() < now.UnixMilli() &&
 		(r.Fingerprint == "" || claim.Fingerprint == "" || r.Fingerprint == claim.Fingerprint)
 }

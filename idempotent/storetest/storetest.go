@@ -636,6 +636,30 @@ func cases() []testCase {
 			c.wantLeaseLost(c.store.Suspend(c.ctx(), a.ID, a.Lease, c.now), "Suspend of a completed record")
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
+		{"ForeignRecordIsNeverTakenOver", func(c *checker) {
+			// A record of another format version (a later library's, say)
+			// whose lease lapsed is not this library's to take over: the
+			// claim is refused (with the record, or an error wrapping
+			// ErrCorruptRecord) until the record expires, then it is replaced.
+			foreign := c.inProgress(time.Second)
+			foreign.Version = storage.RecordVersion + 1
+			foreign.Fingerprint = ""
+			c.mustClaim(foreign, c.now)
+			later := c.now.Add(time.Minute)
+			claim := rival(foreign, later.Add(time.Minute))
+			claim.Version = storage.RecordVersion
+			res, err := c.store.Claim(c.ctx(), claim, later)
+			switch {
+			case err != nil && !errors.Is(err, storage.ErrCorruptRecord):
+				c.fatalf("claim over a lapsed foreign record: %v, want refused or an error wrapping ErrCorruptRecord", err)
+			case err == nil && res.Claimed:
+				c.errorf("claim over a lapsed foreign record (version %d): claimed, want refused", foreign.Version)
+			case err == nil && res.Existing.Version != foreign.Version:
+				c.errorf("claim over a lapsed foreign record: refused with version %d, want %d", res.Existing.Version, foreign.Version)
+			}
+			expired := foreign.ExpiresAt.Add(2 * time.Second)
+			c.mustClaim(rival(claim, expired.Add(time.Minute)), expired)
+		}},
 		{"CancelledContext", func(c *checker) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
