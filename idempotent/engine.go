@@ -32,6 +32,10 @@ const (
 	maxPoll   = time.Second
 )
 
+// errLeaseEnding is the cause of the work context's end at its deadline: the
+// lease ends a reserve later. It wraps context.DeadlineExceeded.
+var errLeaseEnding = fmt.Errorf("idempotent: the handler's time is up: its lease ends soon: %w", context.DeadlineExceeded)
+
 // Engine is the byte-level idempotency engine every front door calls: Wrap,
 // the apigateway and sqsbatch adapters, and your own. It derives the record
 // id, claims it, runs the work under a lease, stores or releases, replays,
@@ -429,12 +433,11 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	w := &workCtx{inv: invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
-		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}}
-	ictx, wctx := &w.inv, &w.deadlineCtx
-	wctx.init(ictx, workDeadline)
+	ictx := &invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
+		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}
+	wctx, cancel := context.WithDeadlineCause(ictx, workDeadline, errLeaseEnding)
 	if werr := wctx.Err(); werr != nil {
-		wctx.cancel()
+		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed,
 			Err: fmt.Errorf("%w: no time left to run after the claim; the handler did not run: %w", ErrStore, werr)}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
@@ -453,7 +456,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	}()
 	data, p, err := call(wctx, j.r)
 	settled = true
-	wctx.cancel()
+	cancel()
 	// A run that succeeded without taking a step its record held took a
 	// different path, or the step was renamed or removed by a deployment
 	// since it ran: say so, since a renamed step ran again.
@@ -499,11 +502,11 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		finishStart = time.Now()
 	}
 
-	cerr := e.completeRecord(ctx, done, finishStart, &w.finish)
+	cerr := e.completeRecord(ctx, done, finishStart)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
-		cerr = e.completeRecord(ctx, done, time.Now(), new(deadlineCtx))
+		cerr = e.completeRecord(ctx, done, time.Now())
 	}
 	switch {
 	case cerr != nil:
@@ -522,14 +525,6 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// The caller keeps its response even when completion failed: the work
 	// ran, and failing now would only invite a retry that repeats it.
 	return res, nil
-}
-
-// workCtx is the work's context (the deadline over the invocation) and the
-// context of the completion that follows, in one allocation.
-type workCtx struct {
-	deadlineCtx
-	inv    invocationCtx
-	finish deadlineCtx
 }
 
 // encodingError is Wrap's word that the handler ran but its response cannot
@@ -596,33 +591,24 @@ func call(ctx context.Context, r runner) (data []byte, p *handlerPanic, err erro
 // invocation's deadline (the work stopped a reserve before it) so the
 // finish never outlives the Lambda invocation, but always allows a short try.
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	c := finishContextAt(ctx, time.Now())
-	return c, c.cancel
+	return finishContextAt(ctx, time.Now())
 }
 
 // finishContextAt is finishContext from now, a reading of the real clock
 // just taken.
-func finishContextAt(ctx context.Context, now time.Time) *deadlineCtx {
-	c := new(deadlineCtx)
-	c.initFinish(ctx, now)
-	return c
-}
-
-// initFinish makes the zero c what finishContextAt returns, in memory the
-// caller chose.
-func (c *deadlineCtx) initFinish(ctx context.Context, now time.Time) {
+func finishContextAt(ctx context.Context, now time.Time) (context.Context, context.CancelFunc) {
 	timeout := finishTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, max(deadline.Sub(now), minFinish))
 	}
-	c.init(context.WithoutCancel(ctx), now.Add(timeout))
+	return context.WithDeadline(context.WithoutCancel(ctx), now.Add(timeout))
 }
 
 // completeRecord stores rec, with a finish context from start (a reading of
-// the real clock) made in fctx, a zero deadlineCtx.
-func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time, fctx *deadlineCtx) error {
-	fctx.initFinish(ctx, start)
-	defer fctx.cancel()
+// the real clock).
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time) error {
+	fctx, cancel := finishContextAt(ctx, start)
+	defer cancel()
 	if err := e.store.Complete(fctx, rec); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
 			return err
@@ -640,8 +626,8 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 	if !steps.holds() {
 		return e.releaseRecord(ctx, rec)
 	}
-	fctx := finishContextAt(ctx, time.Now())
-	defer fctx.cancel()
+	fctx, cancel := finishContextAt(ctx, time.Now())
+	defer cancel()
 	// A millisecond back, so that a retry at once is not refused as in
 	// progress by a lease that ends in the same millisecond.
 	if err := e.store.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
@@ -654,8 +640,8 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 }
 
 func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
-	fctx := finishContextAt(ctx, time.Now())
-	defer fctx.cancel()
+	fctx, cancel := finishContextAt(ctx, time.Now())
+	defer cancel()
 	if err := e.store.Release(fctx, rec.ID, rec.Lease); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) {
 			return err

@@ -800,3 +800,17 @@ func TestResponseRoundTripsThroughJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 }
+
+func TestTheHandlersContextEndsBeforeItsLeaseWithACause(t *testing.T) {
+	var err, cause error
+	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+		<-ctx.Done()
+		err, cause = ctx.Err(), context.Cause(ctx)
+		return "", ctx.Err()
+	}, idempotent.WithKey(stepOrderKey), idempotent.WithMaxLease(200*time.Millisecond))
+	_, herr := h(context.Background(), stepOrder{Key: "k"})
+	require.ErrorIs(t, herr, context.DeadlineExceeded)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, cause, context.DeadlineExceeded)
+	assert.Contains(t, cause.Error(), "lease", "the cause says why the handler's time is up")
+}
