@@ -62,10 +62,10 @@ var benchQuiet = idempotent.WithLogger(slog.New(slog.DiscardHandler))
 
 // benchCompleted runs handler once through Wrap with opts and returns the
 // record it completed: a real record for a benchRefusingStore to replay.
-func benchCompleted[Out any](b *testing.B, handler func(context.Context, benchEvent) (Out, error), evt benchEvent, opts ...idempotent.Option) *storage.Record {
+func benchCompleted[Out any](b *testing.B, handler func(context.Context, benchEvent) (Out, error), evt benchEvent, opts ...idempotent.WrapOption[benchEvent]) *storage.Record {
 	b.Helper()
 	s := &benchCaptureStore{}
-	if _, err := idempotent.Wrap(s, handler, opts...)(context.Background(), evt); err != nil {
+	if _, err := idempotent.Wrap(idempotent.New(s, benchQuiet), handler, opts...)(context.Background(), evt); err != nil {
 		b.Fatal(err)
 	}
 	rec := s.last
@@ -88,11 +88,11 @@ func benchLoop[Out any](b *testing.B, h func(context.Context, benchEvent) (Out, 
 func BenchmarkWrapperOnly(b *testing.B) {
 	evt := newBenchEvent(1 << 10)
 	b.Run("FirstRun/1KB", func(b *testing.B) {
-		benchLoop(b, idempotent.Wrap(benchNullStore{}, benchHandler, idempotent.WithKey(eventKey), benchQuiet), evt, nil)
+		benchLoop(b, idempotent.Wrap(idempotent.New(benchNullStore{}, benchQuiet), benchHandler, idempotent.WithKey(eventKey)), evt, nil)
 	})
 	b.Run("Replay/1KB", func(b *testing.B) {
-		rec := benchCompleted(b, benchHandler, evt, idempotent.WithKey(eventKey), benchQuiet)
-		benchLoop(b, idempotent.Wrap(benchRefusingStore{rec}, benchHandler, idempotent.WithKey(eventKey), benchQuiet), evt, nil)
+		rec := benchCompleted(b, benchHandler, evt, idempotent.WithKey(eventKey))
+		benchLoop(b, idempotent.Wrap(idempotent.New(benchRefusingStore{rec}, benchQuiet), benchHandler, idempotent.WithKey(eventKey)), evt, nil)
 	})
 }
 
@@ -104,8 +104,7 @@ func BenchmarkFirstRunSteadyState(b *testing.B) {
 	const keys = 4096
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), benchHandler, idempotent.WithKey(eventKey),
-		idempotent.WithClock(now), benchQuiet)
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithClock(now), benchQuiet), benchHandler, idempotent.WithKey(eventKey))
 	evts := make([]benchEvent, keys)
 	for i := range evts {
 		evts[i] = newBenchEvent(1 << 10)
@@ -138,15 +137,15 @@ func BenchmarkKeyDerivation(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		size int
-		opts []idempotent.Option
+		opts []idempotent.WrapOption[benchEvent]
 	}{
-		{"field", 1 << 10, []idempotent.Option{idempotent.WithKey(eventKey)}},
-		{"field+scope", 1 << 10, []idempotent.Option{idempotent.WithKey(eventKey), scope}},
+		{"field", 1 << 10, []idempotent.WrapOption[benchEvent]{idempotent.WithKey(eventKey)}},
+		{"field+scope", 1 << 10, []idempotent.WrapOption[benchEvent]{idempotent.WithKey(eventKey), scope}},
 		{"whole-input/1KB", 1 << 10, nil},
 		{"whole-input/64KB", 64 << 10, nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			benchLoop(b, idempotent.Wrap(store, benchHandler, append(c.opts, benchQuiet)...), newBenchEvent(c.size), idempotent.ErrInProgress)
+			benchLoop(b, idempotent.Wrap(idempotent.New(store, benchQuiet), benchHandler, c.opts...), newBenchEvent(c.size), idempotent.ErrInProgress)
 		})
 	}
 }
@@ -172,12 +171,12 @@ func BenchmarkFingerprint(b *testing.B) {
 		{"struct/1KB", func(e benchEvent) (any, error) { return benchPayload{Body: e.Body, Headers: e.Headers}, nil }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			opts := []idempotent.Option{idempotent.WithKey(eventKey), benchQuiet}
+			opts := []idempotent.WrapOption[benchEvent]{idempotent.WithKey(eventKey)}
 			if c.payload != nil {
 				opts = append(opts, idempotent.WithPayloadValidation(c.payload))
 			}
 			rec := benchCompleted(b, benchHandler, evt, opts...)
-			benchLoop(b, idempotent.Wrap(benchRefusingStore{rec}, benchHandler, opts...), evt, nil)
+			benchLoop(b, idempotent.Wrap(idempotent.New(benchRefusingStore{rec}, benchQuiet), benchHandler, opts...), evt, nil)
 		})
 	}
 }
@@ -216,7 +215,7 @@ func BenchmarkResponseEncode(b *testing.B) {
 	evt := newBenchEvent(1 << 10)
 	for _, c := range benchResponseSizes {
 		b.Run(c.name, func(b *testing.B) {
-			benchLoop(b, idempotent.Wrap(benchNullStore{}, benchSizedHandler(c.size), idempotent.WithKey(eventKey), benchQuiet), evt, nil)
+			benchLoop(b, idempotent.Wrap(idempotent.New(benchNullStore{}, benchQuiet), benchSizedHandler(c.size), idempotent.WithKey(eventKey)), evt, nil)
 		})
 	}
 }
@@ -228,8 +227,8 @@ func BenchmarkResponseDecode(b *testing.B) {
 	for _, c := range benchResponseSizes {
 		b.Run(c.name, func(b *testing.B) {
 			h := benchSizedHandler(c.size)
-			rec := benchCompleted(b, h, evt, idempotent.WithKey(eventKey), benchQuiet)
-			benchLoop(b, idempotent.Wrap(benchRefusingStore{rec}, h, idempotent.WithKey(eventKey), benchQuiet), evt, nil)
+			rec := benchCompleted(b, h, evt, idempotent.WithKey(eventKey))
+			benchLoop(b, idempotent.Wrap(idempotent.New(benchRefusingStore{rec}, benchQuiet), h, idempotent.WithKey(eventKey)), evt, nil)
 		})
 	}
 }

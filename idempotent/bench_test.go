@@ -56,7 +56,7 @@ func BenchmarkFirstRun(b *testing.B) {
 			for i := range b.N {
 				if i%firstRunKeys == 0 {
 					b.StopTimer()
-					h = idempotent.Wrap(idempotent.NewMemoryStore(), benchHandler, idempotent.WithKey(eventKey))
+					h = idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), benchHandler, idempotent.WithKey(eventKey))
 					b.StartTimer()
 				}
 				if _, err := h(ctx, evts[i%firstRunKeys]); err != nil {
@@ -86,9 +86,9 @@ func BenchmarkReplayWithValidation(b *testing.B) {
 
 // benchReplay wraps benchHandler with opts on a new memory store, runs it once
 // for evt, and measures the replays of evt that follow (see benchLoop).
-func benchReplay(b *testing.B, evt benchEvent, opts ...idempotent.Option) {
+func benchReplay(b *testing.B, evt benchEvent, opts ...idempotent.WrapOption[benchEvent]) {
 	b.Helper()
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), benchHandler, opts...)
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), benchHandler, opts...)
 	if _, err := h(context.Background(), evt); err != nil {
 		b.Fatal(err)
 	}

@@ -77,18 +77,17 @@ func TestCoalescing(t *testing.T) {
 			g := newGate()
 			var runs atomic.Int32
 			var got outcomes
-			opts := []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount),
-				idempotent.WithOutcomeHook(got.hook), idempotent.WithFollowHook(g.follow)}
+			opts := []idempotent.Option{idempotent.WithOutcomeHook(got.hook), idempotent.WithFollowHook(g.follow)}
 			if tt.wait {
 				opts = append(opts, idempotent.WithWaitInProgress(time.Minute))
 			}
-			h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+			h := idempotent.Wrap(idempotent.New(store, opts...), func(_ context.Context, o order) (receipt, error) {
 				if runs.Add(1) == 1 {
 					close(g.started)
 					<-g.release
 				}
 				return receipt{OrderID: o.ID, Run: 7}, nil
-			}, opts...)
+			}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount))
 
 			outs, errs := duplicates(t, g, n, tt.wait, h, same)
 			assert.EqualValues(t, 1, runs.Load(), "one run for all")
@@ -126,7 +125,7 @@ func TestCoalescingNeverSharesAnError(t *testing.T) {
 	store := newSpyStore()
 	g := newGate()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow)), func(_ context.Context, o order) (receipt, error) {
 		switch runs.Add(1) {
 		case 1:
 			close(g.started)
@@ -135,7 +134,7 @@ func TestCoalescingNeverSharesAnError(t *testing.T) {
 		default:
 			return receipt{OrderID: o.ID, Run: 2}, nil
 		}
-	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow))
+	}, idempotent.WithKey(orderKey))
 
 	outs, errs := duplicates(t, g, n, true, h, func(int) order { return order{ID: "o"} })
 	require.EqualError(t, errs[0], "card declined", "the leader gets its own error")
@@ -156,14 +155,13 @@ func TestCoalescingRespectsPayloadAndScope(t *testing.T) {
 	store := newSpyStore()
 	g := newGate()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(time.Minute)), func(_ context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			close(g.started)
 			<-g.release
 		}
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount), idempotent.WithWaitInProgress(time.Minute),
-		idempotent.WithScope(func(_ context.Context, o order) (string, error) {
+	}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount), idempotent.WithScope(func(_ context.Context, o order) (string, error) {
 			if o.Amount == 3 {
 				return "tenant-b", nil
 			}
@@ -191,8 +189,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	store := idempotent.NewMemoryStore()
 	var c counter
 	for range 500 {
-		h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithLocalCache(64),
-			idempotent.WithWaitInProgress(time.Second))
+		h := idempotent.Wrap(idempotent.New(store, idempotent.WithLocalCache(64), idempotent.WithWaitInProgress(time.Second)), c.handle, idempotent.WithKey(orderKey))
 		_, err := h(context.Background(), order{ID: "o"})
 		require.NoError(t, err)
 	}
@@ -213,8 +210,7 @@ func TestCoalescingPastALapsedLeaseGoesToTheStore(t *testing.T) {
 	store := newSpyStore()
 	clk := newClock()
 	b := newBlocker()
-	h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount),
-		idempotent.WithClock(clk.Now), idempotent.WithMaxLease(time.Second), idempotent.WithExpiry(time.Second))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(time.Second), idempotent.WithExpiry(time.Second)), b.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount))
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = h(context.Background(), order{ID: "o", Amount: 1}) }()
 	<-b.started
@@ -243,7 +239,7 @@ func TestFollowerThatLeadsClaimsFromNow(t *testing.T) {
 	clk := newClock()
 	g := newGate()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow), idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second)), func(_ context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			close(g.started)
 			<-g.release
@@ -251,8 +247,7 @@ func TestFollowerThatLeadsClaimsFromNow(t *testing.T) {
 			return receipt{}, errors.New("card declined")
 		}
 		return receipt{OrderID: o.ID, Run: 2}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(time.Minute), idempotent.WithFollowHook(g.follow),
-		idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second))
+	}, idempotent.WithKey(orderKey))
 
 	outs, errs := duplicates(t, g, 2, true, h, func(int) order { return order{ID: "o"} })
 	require.EqualError(t, errs[0], "card declined")

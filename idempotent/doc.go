@@ -7,26 +7,27 @@
 // duplicates:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	lambda.Start(idempotent.Wrap(store, chargeCard, idempotent.WithKey(func(r ChargeRequest) (string, error) {
+//	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
+//	lambda.Start(idempotent.Wrap(engine, chargeCard, idempotent.WithKey(func(r ChargeRequest) (string, error) {
 //		return r.OrderID, nil
 //	})))
 //
 // # One engine, many front doors
 //
-// Under Wrap sits an [Engine], which knows nothing of types: it takes a key,
-// a scope and a payload ([Call]) and work that returns its response encoded,
-// and answers with the encoded response and whether this call ran it
-// ([Result]). Wrap is the typed layer over it (key, scope and payload
-// functions, the codec, the replay hook); the apigateway and sqsbatch
-// adapters call it directly with what they parsed, and so can your own front
-// doors. [RecordID] names a key's record, for logs and tools.
+// The core is configured once: [New] makes an [Engine] from a store and the
+// core's [Option]s (prefix, expiry, leases, waiting, cache, codec, logger,
+// outcome hooks, which compose), and every front door takes that Engine and
+// keeps only options of its own: Wrap's [WrapOption]s (key, scope and payload
+// functions, typed by the handler's input, so a function for another type
+// does not compile), and the apigateway, nethttp and sqsbatch packages'. No
+// option passes through, and none overrides another.
 //
-// Options: every [Option] configures an Engine; the generic ones (WithKey,
-// WithScope, WithPayloadValidation, WithReplayHook) need a typed front door
-// and make [NewEngine] panic. An adapter applies its own defaults first, then
-// the options given through its WithIdempotentOptions, then its own explicit
-// options, so the most specific setting wins (an adapter's WithLogger over an
-// idempotent.WithLogger passed through).
+// The Engine knows nothing of types: [Engine.Do] takes a key, a scope and a
+// payload ([Call]) and work that returns its response encoded, and answers
+// with the encoded response and whether this call ran it ([Result]). Wrap is
+// the typed layer over it; the adapters call it with what they parsed, and
+// so can your own front doors. [RecordID] names a key's record, for logs and
+// tools.
 //
 // Coalescing: concurrent calls for one record in one process (one Engine)
 // share one claim. While a call holds the record's lease, a duplicate gets

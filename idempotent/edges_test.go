@@ -55,8 +55,7 @@ func TestTakeoverIsBoundToThePayload(t *testing.T) {
 	clk := newClock()
 	b := newBlocker()
 	var got outcomes
-	h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount),
-		idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second), idempotent.WithOutcomeHook(got.hook))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second), idempotent.WithOutcomeHook(got.hook)), b.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount))
 
 	firstDone := make(chan error, 1)
 	go func() { _, err := h(context.Background(), order{ID: "o", Amount: 100}); firstDone <- err }()
@@ -101,7 +100,7 @@ func TestDurationsSaturate(t *testing.T) {
 			store := newSpyStore()
 			clk := newClock()
 			b := newBlocker()
-			h := idempotent.Wrap(store, b.handle, append(tt.opts, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now))...)
+			h := idempotent.Wrap(idempotent.New(store, append(tt.opts, idempotent.WithClock(clk.Now))...), b.handle, idempotent.WithKey(orderKey))
 			ctx := context.Background()
 			if tt.deadline > 0 {
 				var cancel context.CancelFunc
@@ -121,7 +120,7 @@ func TestDurationsSaturate(t *testing.T) {
 
 			// A duplicate from another process a second later finds the
 			// stored lease live.
-			other := idempotent.Wrap(store, b.handle, append(tt.opts, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now))...)
+			other := idempotent.Wrap(idempotent.New(store, append(tt.opts, idempotent.WithClock(clk.Now))...), b.handle, idempotent.WithKey(orderKey))
 			clk.Advance(time.Second)
 			_, err := other(context.Background(), order{ID: "o"})
 			require.ErrorIs(t, err, idempotent.ErrInProgress)
@@ -180,9 +179,8 @@ func TestWaitInProgressWaitsTheWholeTime(t *testing.T) {
 			polls := &pollRecorder{}
 			// The first invocation runs in another process: the waiter
 			// polls the store (in one process it would wait in memory).
-			other := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey))
-			h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey),
-				idempotent.WithWaitInProgress(tt.wait), idempotent.WithSleep(polls.sleep))
+			other := idempotent.Wrap(idempotent.New(store), b.handle, idempotent.WithKey(orderKey))
+			h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(tt.wait), idempotent.WithSleep(polls.sleep)), b.handle, idempotent.WithKey(orderKey))
 			first := make(chan receipt, 1)
 			go func() { r, _ := other(context.Background(), order{ID: "o"}); first <- r }()
 			<-b.started
@@ -212,9 +210,8 @@ func TestWaitInProgressStopsWithTheContext(t *testing.T) {
 	b := newBlocker()
 	ctx, cancel := context.WithCancel(context.Background())
 	polls := &pollRecorder{at: 100 * time.Millisecond, act: cancel}
-	other := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey)) // another process
-	h := idempotent.Wrap(store, b.handle, idempotent.WithKey(orderKey),
-		idempotent.WithWaitInProgress(time.Hour), idempotent.WithSleep(polls.sleep))
+	other := idempotent.Wrap(idempotent.New(store), b.handle, idempotent.WithKey(orderKey)) // another process
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(time.Hour), idempotent.WithSleep(polls.sleep)), b.handle, idempotent.WithKey(orderKey))
 	done := make(chan struct{})
 	go func() { defer close(done); _, _ = other(context.Background(), order{ID: "o"}) }()
 	<-b.started
@@ -239,10 +236,10 @@ func TestPrefixLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.PanicsWithValue(t, tt.panic, func() { idempotent.Wrap(store, c.handle, idempotent.WithPrefix(tt.prefix)) })
+			assert.PanicsWithValue(t, tt.panic, func() { idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix(tt.prefix)), c.handle) })
 		})
 	}
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithPrefix(strings.Repeat("p", idempotent.MaxPrefixBytes)))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix(strings.Repeat("p", idempotent.MaxPrefixBytes))), c.handle, idempotent.WithKey(orderKey))
 	_, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err, "a prefix of exactly MaxPrefixBytes is accepted")
 	assert.False(t, errors.Is(err, idempotent.ErrStore))
@@ -259,17 +256,17 @@ func TestNestedResponseEncodingIsAHandlerError(t *testing.T) {
 		N any `json:"n"`
 	}
 	var innerRuns, outerRuns atomic.Int32
-	inner := idempotent.Wrap(store, func(context.Context, order) (loose, error) {
+	inner := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("inner")), func(context.Context, order) (loose, error) {
 		innerRuns.Add(1)
 		return loose{N: 1}, nil // an int in an any: a JSON replay would give a float64
-	}, idempotent.WithKey(orderKey), idempotent.WithPrefix("inner"))
-	outer := idempotent.Wrap(store, func(ctx context.Context, o order) (receipt, error) {
+	}, idempotent.WithKey(orderKey))
+	outer := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("outer")), func(ctx context.Context, o order) (receipt, error) {
 		outerRuns.Add(1)
 		if _, err := inner(ctx, o); err != nil {
 			return receipt{}, err
 		}
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithPrefix("outer"))
+	}, idempotent.WithKey(orderKey))
 
 	_, err := outer(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
@@ -286,8 +283,8 @@ func TestEngineNotStored(t *testing.T) {
 	t.Parallel()
 	store := idempotent.NewMemoryStore()
 	var got outcomes
-	e := idempotent.NewEngine(store, idempotent.WithOutcomeHook(got.hook))
-	other := idempotent.NewEngine(store)
+	e := idempotent.New(store, idempotent.WithOutcomeHook(got.hook))
+	other := idempotent.New(store)
 	runs := 0
 	streamed := errors.New("streamed to the client")
 	res, err := e.Do(context.Background(), idempotent.Call{Key: "k"}, func(context.Context) ([]byte, error) {

@@ -95,25 +95,18 @@ type Result struct {
 	Replay Replay
 }
 
-// NewEngine returns an Engine over store, configured by opts. Options that
-// need a handler's types (WithKey, WithScope, WithPayloadValidation,
-// WithReplayHook) belong to typed front doors such as Wrap; NewEngine panics
-// on them, on a nil store and on an invalid prefix: programmer errors, found
-// at start-up.
-func NewEngine(store storage.Store, opts ...Option) *Engine {
-	e := newEngine("NewEngine", store, opts)
-	for name, fn := range map[string]any{"WithKey": e.cfg.keyFn, "WithScope": e.cfg.scopeFn,
-		"WithPayloadValidation": e.cfg.payloadFn, "WithReplayHook": e.cfg.replayFn} {
-		if fn != nil {
-			panic("idempotent: NewEngine: " + name + " needs a typed front door such as Wrap; pass the key, scope and payload in each Call")
-		}
-	}
-	return e
-}
-
-func newEngine(caller string, store storage.Store, opts []Option) *Engine {
+// New returns an Engine over store, configured by opts: the core settings
+// (prefix, expiry, leases, waiting, cache, codec, logger, outcome hooks) that
+// every front door given this Engine shares. New panics on a nil store and
+// on an invalid prefix: programmer errors, found at start-up.
+//
+// Every front door takes an Engine: Wrap, apigateway, nethttp, sqsbatch and
+// your own (through Do). Make one at start-up and share it; records of front
+// doors that share an Engine share its prefix, so give unrelated handlers in
+// one process their own Engine, or their own scope.
+func New(store storage.Store, opts ...Option) *Engine {
 	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
-		panic("idempotent: " + caller + ": nil store")
+		panic("idempotent: New: nil store")
 	}
 	e := &Engine{cfg: defaultConfig(), store: store}
 	for _, opt := range opts {
@@ -124,7 +117,7 @@ func newEngine(caller string, store storage.Store, opts []Option) *Engine {
 		e.cache, _ = lru.New[string, storage.Record](e.cfg.cacheSize) // size > 0: no error
 	}
 	if e.cfg.disabled {
-		e.logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
+		e.Logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
 	}
 	return e
 }
@@ -148,7 +141,9 @@ func checkPrefix(prefix string) {
 // a raw key. There is no inverse: the hash hides the key and scope.
 func RecordID(prefix, scope, key string) string { return recordID(prefix, scope, key) }
 
-func (e *Engine) logger() *slog.Logger {
+// Logger returns the Engine's logger (WithLogger, else slog.Default()), for
+// front doors that log lines of their own.
+func (e *Engine) Logger() *slog.Logger {
 	if e.cfg.logger != nil {
 		return e.cfg.logger
 	}
@@ -461,7 +456,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// different path, or the step was renamed or removed by a deployment
 	// since it ran: say so, since a renamed step ran again.
 	if untaken := ictx.steps.end(); untaken != nil && p == nil && err == nil {
-		e.logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
+		e.Logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
 			slog.String("record_id", rec.ID), slog.Any("steps", untaken))
 	}
 	res := Result{Response: data, Ran: true}
@@ -473,7 +468,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		if p != nil {
 			ev.Err = p.err()
 			// The re-panic below starts a new stack; keep the original one.
-			e.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
+			e.Logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
 				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 		}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
@@ -686,14 +681,14 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 // finish reports a call's outcome to the hook and the log, and returns the
 // event's error for the caller.
 func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
-	level, log := outcomeLevel(ev), e.logger()
+	level, log := outcomeLevel(ev), e.Logger()
 	logs := log.Enabled(ctx, level)
-	if e.cfg.onOutcome == nil && !logs {
+	if len(e.cfg.hooks) == 0 && !logs {
 		return ev.Err // no one to tell: not even a clock read
 	}
 	ev.Duration = e.cfg.now().Sub(start)
-	if e.cfg.onOutcome != nil {
-		e.cfg.onOutcome(ctx, ev)
+	for _, hook := range e.cfg.hooks {
+		hook(ctx, ev)
 	}
 	if logs {
 		attrs := make([]slog.Attr, 0, 7)

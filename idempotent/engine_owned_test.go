@@ -21,7 +21,7 @@ func TestMemoryStoreKeepsResponseFromCallerChanges(t *testing.T) {
 		{"local cache", []idempotent.Option{idempotent.WithLocalCache(16)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := idempotent.NewEngine(idempotent.NewMemoryStore(), tt.opts...)
+			e := idempotent.New(idempotent.NewMemoryStore(), tt.opts...)
 			ctx := context.Background()
 			call := idempotent.Call{Key: "k"}
 			res, err := e.Do(ctx, call, func(context.Context) ([]byte, error) { return []byte("stored"), nil })

@@ -11,7 +11,7 @@ import (
 // An Engine is the byte-level core that every front door calls: here, a
 // front door of its own that already knows the key and the payload.
 func ExampleEngine_Do() {
-	engine := idempotent.NewEngine(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks"))
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks"))
 	deliveries := 0
 	deliver := func(ctx context.Context) ([]byte, error) {
 		deliveries++
@@ -33,7 +33,7 @@ func ExampleEngine_Do() {
 // Concurrent duplicates in one process share one claim: with
 // WithWaitInProgress they get the first one's response from memory.
 func ExampleEngine_Do_coalescing() {
-	engine := idempotent.NewEngine(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress(idempotent.DefaultMaxLease))
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress(idempotent.DefaultMaxLease))
 	release := make(chan struct{})
 	var runs sync.WaitGroup
 	runs.Add(1)

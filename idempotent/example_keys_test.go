@@ -36,14 +36,13 @@ func ExampleWrap_wholeEventKey() {
 	retry := first
 	retry.RequestContext.RequestID, retry.RequestContext.TimeEpoch = "Jq9bDjQ5oAMEMsQ=", 1767225603000
 
-	wholeEvent := idempotent.Wrap(idempotent.NewMemoryStore(), createOrder)
+	wholeEvent := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), createOrder)
 	_, _ = wholeEvent(context.Background(), first)
 	_, _ = wholeEvent(context.Background(), retry)
 	fmt.Println("whole event as key, handler runs:", runs)
 
 	runs = 0
-	byHeader := idempotent.Wrap(idempotent.NewMemoryStore(), createOrder,
-		idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
+	byHeader := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), createOrder, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
 			return req.Headers["idempotency-key"], nil
 		}))
 	_, _ = byHeader(context.Background(), first)
@@ -85,10 +84,10 @@ func ExampleWithKey_eventBridge() {
 
 	for _, c := range []struct {
 		name string
-		key  idempotent.Option
+		key  idempotent.WrapOption[events.EventBridgeEvent]
 	}{{"event id", byEventID}, {"detail orderId", byOrder}} {
 		runs = 0
-		h := idempotent.Wrap(idempotent.NewMemoryStore(), handle, c.key, idempotent.WithPrefix("ship-order"))
+		h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("ship-order")), handle, c.key)
 		for _, ev := range []events.EventBridgeEvent{sent, sent, sentAgain} { // a Lambda retry, then the producer's
 			_, _ = h(context.Background(), ev)
 		}
@@ -104,13 +103,10 @@ func ExampleWithKey_eventBridge() {
 // (which orders the events of one key): key on those, one record at a time.
 func ExampleWithKey_s3() {
 	thumbnails := 0
-	makeThumbnail := idempotent.Wrap(idempotent.NewMemoryStore(),
-		func(ctx context.Context, r events.S3EventRecord) (string, error) {
+	makeThumbnail := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("thumbnail")), func(ctx context.Context, r events.S3EventRecord) (string, error) {
 			thumbnails++
 			return "thumbs/" + r.S3.Object.URLDecodedKey, nil
-		},
-		idempotent.WithPrefix("thumbnail"),
-		idempotent.WithKey(func(r events.S3EventRecord) (string, error) {
+		}, idempotent.WithKey(func(r events.S3EventRecord) (string, error) {
 			version := r.S3.Object.VersionID
 			if version == "" {
 				version = r.S3.Object.Sequencer
@@ -149,15 +145,12 @@ type tenantKey struct{}
 // key never share a record: neither replays the other's response.
 func ExampleWithScope() {
 	runs := 0
-	h := idempotent.Wrap(idempotent.NewMemoryStore(),
-		func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
 			runs++
 			return "ok", nil
-		},
-		idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
+		}, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
 			return req.Headers["idempotency-key"], nil
-		}),
-		idempotent.WithScope(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
+		}), idempotent.WithScope(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
 			tenant, ok := ctx.Value(tenantKey{}).(Tenant) // set by your authentication
 			if !ok {
 				return "", errors.New("no tenant")
@@ -182,14 +175,14 @@ func ExampleWithPrefix() {
 	store := idempotent.NewMemoryStore()
 	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
 
-	before := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) {
+	before := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("charge-order")), func(ctx context.Context, id string) (string, error) {
 		return "charged " + id + " (v1)", nil
-	}, key, idempotent.WithPrefix("charge-order"))
+	}, key)
 	// The next release: the handler is rewritten and the function renamed,
 	// but the prefix is kept, so its records are still found.
-	after := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) {
+	after := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("charge-order")), func(ctx context.Context, id string) (string, error) {
 		return "charged " + id + " (v2)", nil
-	}, key, idempotent.WithPrefix("charge-order"))
+	}, key)
 
 	out, _ := before(context.Background(), "o-1")
 	fmt.Println(out)

@@ -34,15 +34,14 @@ func ExampleWithMaxLease() {
 	run := func(timeout time.Duration, opts ...idempotent.Option) {
 		spy := &leaseSpy{}
 		var handlerTime time.Duration
-		h := idempotent.Wrap(spy, func(ctx context.Context, id string) (string, error) {
+		h := idempotent.Wrap(idempotent.New(spy, append(opts, idempotent.WithClock(func() time.Time { return now }))...), func(ctx context.Context, id string) (string, error) {
 			dl, _ := ctx.Deadline()
 			handlerTime = time.Until(dl).Round(100 * time.Millisecond) // a few ms have passed
 			if handlerTime > 5*time.Second {
 				handlerTime = handlerTime.Round(time.Second)
 			}
 			return id, nil
-		}, append(opts, idempotent.WithKey(func(id string) (string, error) { return id, nil }),
-			idempotent.WithClock(func() time.Time { return now }))...)
+		}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 
 		ctx, cancel := context.WithTimeout(context.Background(), timeout) // Lambda's deadline
 		defer cancel()

@@ -25,6 +25,10 @@ type Receipt struct {
 	Replayed bool   `json:"-"`
 }
 
+// MarkReplayed sets Replayed on a replayed receipt (idempotent.ReplayMarker:
+// response_hook / responseHook).
+func (r *Receipt) MarkReplayed(idempotent.Replay) { r.Replayed = true }
+
 // A Powertools configuration, option by option: the key and payload
 // JMESPath expressions become typed functions, the rest keeps its meaning.
 // One default differs: a missing key is an error unless WithOptionalKey.
@@ -32,11 +36,7 @@ func ExampleWrap_fromPowertools() {
 	placeOrder := func(ctx context.Context, o Order) (Receipt, error) {
 		return Receipt{OrderID: o.OrderID}, nil
 	}
-	handler := idempotent.Wrap(idempotent.NewMemoryStore(), placeOrder,
-		// event_key_jmespath="orderId" / eventKeyJmesPath: 'orderId'
-		idempotent.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
-		// payload_validation_jmespath="amount" / payloadValidationJmesPath: 'amount'
-		idempotent.WithPayloadValidation(func(o Order) (any, error) { return o.Amount, nil }),
+	engine := idempotent.New(idempotent.NewMemoryStore(),
 		// raise_on_no_idempotency_key=False / throwOnNoIdempotencyKey: false (Powertools' default)
 		idempotent.WithOptionalKey(),
 		// expires_after_seconds=86400 / expiresAfterSeconds: 86400
@@ -45,11 +45,12 @@ func ExampleWrap_fromPowertools() {
 		idempotent.WithLocalCache(256),
 		// key_prefix="place-order" / keyPrefix: 'place-order'
 		idempotent.WithPrefix("place-order"),
-		// response_hook / responseHook
-		idempotent.WithReplayHook(func(ctx context.Context, r Receipt, _ idempotent.Replay) Receipt {
-			r.Replayed = true
-			return r
-		}),
+	)
+	handler := idempotent.Wrap(engine, placeOrder,
+		// event_key_jmespath="orderId" / eventKeyJmesPath: 'orderId'
+		idempotent.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
+		// payload_validation_jmespath="amount" / payloadValidationJmesPath: 'amount'
+		idempotent.WithPayloadValidation(func(o Order) (any, error) { return o.Amount, nil }),
 	)
 
 	first, _ := handler(context.Background(), Order{OrderID: "o-1", Amount: 100})

@@ -44,13 +44,11 @@ func ExampleWithLogger() {
 	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
 	echo := func(ctx context.Context, id string) (string, error) { return id, nil }
 
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), echo, key, clock, idempotent.WithPrefix("orders"),
-		idempotent.WithLogger(logger))
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), clock, idempotent.WithPrefix("orders"), idempotent.WithLogger(logger)), echo, key)
 	_, _ = h(context.Background(), "order-1") // executed
 	_, _ = h(context.Background(), "order-1") // replayed
 
-	down := idempotent.Wrap(downStore{}, echo, key, clock, idempotent.WithPrefix("orders"),
-		idempotent.WithLogger(logger))
+	down := idempotent.Wrap(idempotent.New(downStore{}, clock, idempotent.WithPrefix("orders"), idempotent.WithLogger(logger)), echo, key)
 	_, _ = down(context.Background(), "order-2") // the table is throttled: the handler does not run
 	// Output:
 	// {"level":"DEBUG","msg":"idempotent: executed","outcome":"executed","record_id":"orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98","handler_ran":true,"duration":0}

@@ -30,10 +30,7 @@ func ExampleWrap() {
 	}
 
 	store := idempotent.NewMemoryStore() // dynamostore.New(...) in production
-	handler := idempotent.Wrap(store, chargeCard,
-		idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }),
-		idempotent.WithPayloadValidation(func(r ChargeRequest) (any, error) { return r.Amount, nil }),
-	)
+	handler := idempotent.Wrap(idempotent.New(store), chargeCard, idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }), idempotent.WithPayloadValidation(func(r ChargeRequest) (any, error) { return r.Amount, nil }))
 	// In a Lambda function: lambda.Start(handler)
 
 	first, _ := handler(context.Background(), ChargeRequest{OrderID: "order-1", Amount: 1500})
@@ -51,10 +48,10 @@ func ExampleWrap() {
 func ExampleWrap_function() {
 	store := idempotent.NewMemoryStore()
 	emails := 0
-	sendReceipt := idempotent.Wrap(store, func(ctx context.Context, orderID string) (string, error) {
+	sendReceipt := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("send-receipt")), func(ctx context.Context, orderID string) (string, error) {
 		emails++
 		return "sent receipt for " + orderID, nil
-	}, idempotent.WithPrefix("send-receipt"), idempotent.WithKey(func(id string) (string, error) { return id, nil }))
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 
 	handler := func(ctx context.Context, orderID string) (string, error) {
 		// ... work that may safely repeat ...
@@ -77,7 +74,7 @@ func ExampleWrap_function() {
 func ExampleWrap_lambda() {
 	store := idempotent.NewMemoryStore()
 	runs := 0
-	wrapped := idempotent.Wrap(store, func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
+	wrapped := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
 		runs++
 		return ChargeResult{ChargeID: "ch_" + req.OrderID}, nil
 	}, idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }))
@@ -96,10 +93,10 @@ func ExampleWrap_lambda() {
 // a crashed owner's lease was taken over does not charge twice.
 func ExampleDownstreamKey() {
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(store, func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
+	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("payments")), func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
 		key := idempotent.DownstreamKey(ctx) // e.g. the processor's Idempotency-Key header
 		return ChargeResult{ChargeID: "ch_" + key[:8]}, nil
-	}, idempotent.WithPrefix("payments"), idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }))
+	}, idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }))
 	out, _ := handler(context.Background(), ChargeRequest{OrderID: "A"})
 	fmt.Println(len(out.ChargeID))
 	// Output: 11
@@ -109,9 +106,7 @@ func ExampleDownstreamKey() {
 func ExampleWithOutcomeHook() {
 	counts := map[string]int{}
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) { return id, nil },
-		idempotent.WithKey(func(id string) (string, error) { return id, nil }),
-		idempotent.WithOutcomeHook(func(ctx context.Context, e idempotent.Event) { counts[e.Outcome.String()]++ }))
+	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(func(ctx context.Context, e idempotent.Event) { counts[e.Outcome.String()]++ })), func(ctx context.Context, id string) (string, error) { return id, nil }, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	for _, id := range []string{"a", "a", "b", ""} {
 		_, _ = handler(context.Background(), id)
 	}
@@ -122,10 +117,9 @@ func ExampleWithOutcomeHook() {
 // Wait for an in-flight duplicate instead of failing fast with ErrInProgress.
 func ExampleWithWaitInProgress() {
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) {
+	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(3*time.Second)), func(ctx context.Context, id string) (string, error) {
 		return "done " + id, nil
-	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }),
-		idempotent.WithWaitInProgress(3*time.Second))
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	out, err := handler(context.Background(), "x")
 	fmt.Println(out, err)
 	// Output: done x <nil>

@@ -45,8 +45,8 @@ const (
 // them can overflow: a lease end or an expiry never lands before now.
 const maxDuration = 100 * 365 * 24 * time.Hour
 
-// An Option configures Wrap. Options that need the handler's input or output
-// type are generic functions; their type is checked once, when wrapping.
+// An Option configures an Engine (New): the core settings every front door
+// shares. Settings that need a handler's input type are WrapOptions.
 //
 // Duration options saturate instead of failing: each raises values below its
 // documented floor, and lowers values above 100 years to 100 years, so that
@@ -70,10 +70,6 @@ var JSONCodec Codec = jsonCodec{}
 
 type config struct {
 	prefix        string
-	keyFn         any // func(In) (string, error), checked by Wrap
-	scopeFn       any // func(context.Context, In) (string, error)
-	payloadFn     any // func(In) (any, error)
-	replayFn      any // func(context.Context, Out, Replay) Out
 	optionalKey   bool
 	expiry        time.Duration
 	maxLease      time.Duration
@@ -84,7 +80,7 @@ type config struct {
 	compressAbove int
 	codec         Codec
 	logger        *slog.Logger
-	onOutcome     func(context.Context, Event)
+	hooks         []func(context.Context, Event)
 	now           func() time.Time
 	clockSet      bool // WithClock was given: now is not the real clock
 	sleep         func(context.Context, time.Duration) error
@@ -115,32 +111,10 @@ func defaultPrefix() string {
 	return DefaultPrefix
 }
 
-// WithKey sets the function that extracts the idempotency key from the input,
-// for example an order id or a header. It replaces the default, the SHA-256 of the
-// whole input as JSON. An empty key yields ErrMissingKey (see WithOptionalKey); an error
-// yields ErrInvalidKey. In must be the wrapped handler's input type.
-func WithKey[In any](key func(In) (string, error)) Option {
-	return func(c *config) { c.keyFn = key }
-}
-
-// WithScope scopes keys to a caller, such as an authenticated principal, so two
-// callers using the same key never see each other's responses. In must be the
-// wrapped handler's input type.
-func WithScope[In any](scope func(ctx context.Context, in In) (string, error)) Option {
-	return func(c *config) { c.scopeFn = scope }
-}
-
-// WithPayloadValidation sets the part of the input that must be identical for
-// a duplicate to be replayed; a duplicate whose payload differs gets
-// ErrPayloadMismatch. The returned value is hashed: []byte and string as
-// given, json.RawMessage canonicalized, anything else as its JSON. In must be
-// the wrapped handler's input type.
-func WithPayloadValidation[In any](payload func(In) (any, error)) Option {
-	return func(c *config) { c.payloadFn = payload }
-}
-
-// WithOptionalKey runs the handler without idempotency, instead of returning
-// ErrMissingKey, when the key function returns an empty key.
+// WithOptionalKey runs the work without idempotency, instead of returning
+// ErrMissingKey, when a call has no key: the key function returned an empty
+// key (Wrap, sqsbatch), or an HTTP request carries no Idempotency-Key header
+// (nethttp, apigateway; a malformed header is still refused).
 func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } }
 
 // WithPrefix sets the namespace of the keys, replacing the default (the Lambda
@@ -239,17 +213,16 @@ func WithCodec(codec Codec) Option { return func(c *config) { c.codec = codec } 
 // record ID, never the raw key or payload.
 func WithLogger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// WithOutcomeHook calls hook once per invocation with its outcome, for
-// metrics; see Event. The hook runs synchronously and must not block.
+// WithOutcomeHook adds hook, called once per call with its outcome, for
+// metrics and tracing; see Event. Hooks compose: each WithOutcomeHook adds
+// one, and they run in the order given. A hook runs synchronously and must
+// not block.
 func WithOutcomeHook(hook func(context.Context, Event)) Option {
-	return func(c *config) { c.onOutcome = hook }
-}
-
-// WithReplayHook calls hook on every replay with the stored response and
-// facts about the record; the value it returns is what the caller gets. Out
-// must be the wrapped handler's output type.
-func WithReplayHook[Out any](hook func(ctx context.Context, out Out, r Replay) Out) Option {
-	return func(c *config) { c.replayFn = hook }
+	return func(c *config) {
+		if hook != nil {
+			c.hooks = append(c.hooks, hook)
+		}
+	}
 }
 
 // WithClock replaces time.Now, for tests of leases and expiry that never sleep.

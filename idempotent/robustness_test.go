@@ -38,10 +38,10 @@ func TestCodecPanicCompletesWithoutTheResponse(t *testing.T) {
 	store := newSpyStore()
 	clk := newClock()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (panicsOnMarshal, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(time.Minute), quiet), func(context.Context, order) (panicsOnMarshal, error) {
 		runs.Add(1)
 		return panicsOnMarshal{}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now), idempotent.WithMaxLease(time.Minute), quiet)
+	}, idempotent.WithKey(orderKey))
 
 	var err error
 	require.NotPanics(t, func() { _, err = h(context.Background(), order{ID: "o1"}) })
@@ -60,9 +60,9 @@ func TestCodecPanicCompletesWithoutTheResponse(t *testing.T) {
 
 func TestCodecPanicOnReplayIsAnError(t *testing.T) {
 	var o outcomes
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) (*panicsOnUnmarshal, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(o.hook), quiet), func(context.Context, order) (*panicsOnUnmarshal, error) {
 		return &panicsOnUnmarshal{V: 1}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(o.hook), quiet)
+	}, idempotent.WithKey(orderKey))
 	out, err := h(context.Background(), order{ID: "o1"})
 	require.NoError(t, err)
 	require.Equal(t, 1, out.V)
@@ -95,10 +95,10 @@ func TestSlowClaimShortensTheHandlersTime(t *testing.T) {
 		t.Run(delay.String(), func(t *testing.T) {
 			store := &slowClaimStore{spyStore: newSpyStore(), delay: delay}
 			var deadline time.Time
-			h := idempotent.Wrap(store, func(ctx context.Context, _ order) (receipt, error) {
+			h := idempotent.Wrap(idempotent.New(store, idempotent.WithMaxLease(maxLease), idempotent.WithClockSkew(0)), func(ctx context.Context, _ order) (receipt, error) {
 				deadline, _ = ctx.Deadline()
 				return receipt{}, nil
-			}, idempotent.WithKey(orderKey), idempotent.WithMaxLease(maxLease), idempotent.WithClockSkew(0))
+			}, idempotent.WithKey(orderKey))
 			_, err := h(context.Background(), order{ID: "o1"})
 			require.NoError(t, err)
 			require.False(t, deadline.IsZero())
@@ -115,10 +115,10 @@ func TestClaimThatTakesTheWholeLeaseDoesNotRun(t *testing.T) {
 	store := &slowClaimStore{spyStore: newSpyStore(), delay: 80 * time.Millisecond}
 	var o outcomes
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClockSkew(0), idempotent.WithOutcomeHook(o.hook), quiet), func(context.Context, order) (receipt, error) {
 		runs.Add(1)
 		return receipt{}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithClockSkew(0), idempotent.WithOutcomeHook(o.hook), quiet)
+	}, idempotent.WithKey(orderKey))
 	// 100 ms left in the invocation: the lease is 100 ms, the handler's time 75 ms.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -141,9 +141,9 @@ func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
 	for name, value := range map[string]any{"error": sentinel, "string": "not an error"} {
 		t.Run(name, func(t *testing.T) {
 			var o outcomes
-			h := idempotent.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) (receipt, error) {
+			h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(o.hook), quiet), func(context.Context, order) (receipt, error) {
 				panic(value)
-			}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(o.hook), quiet)
+			}, idempotent.WithKey(orderKey))
 			require.PanicsWithValue(t, value, func() { _, _ = h(context.Background(), order{ID: "o1"}) })
 			ev := o.last()
 			assert.Equal(t, idempotent.OutcomeHandlerError, ev.Outcome)
@@ -158,12 +158,12 @@ func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
 func TestHandlerGoexitReleasesTheRecord(t *testing.T) {
 	store := newSpyStore()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, quiet), func(context.Context, order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			runtime.Goexit()
 		}
 		return receipt{Run: runs.Load()}, nil
-	}, idempotent.WithKey(orderKey), quiet)
+	}, idempotent.WithKey(orderKey))
 
 	done := make(chan struct{})
 	go func() {
@@ -183,10 +183,10 @@ func TestHandlerGoexitReleasesTheRecord(t *testing.T) {
 func TestClaimPastTheInvocationsDeadlineDoesNotRun(t *testing.T) {
 	store := &slowClaimStore{spyStore: newSpyStore(), delay: 150 * time.Millisecond}
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClockSkew(0), quiet), func(context.Context, order) (receipt, error) {
 		runs.Add(1)
 		return receipt{}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithClockSkew(0), quiet)
+	}, idempotent.WithKey(orderKey))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := h(ctx, order{ID: "o1"})

@@ -120,10 +120,10 @@ func (m marshalsOnly) MarshalJSON() ([]byte, error) { return []byte(`{}`), nil }
 // wrapOf wraps a handler returning Out's zero value: Wrap's checks of Out.
 func wrapOf[Out any](opts ...idempotent.Option) func() {
 	return func() {
-		idempotent.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) (Out, error) {
+		idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), append([]idempotent.Option{quiet}, opts...)...), func(context.Context, order) (Out, error) {
 			var zero Out
 			return zero, nil
-		}, append([]idempotent.Option{idempotent.WithKey(orderKey), quiet}, opts...)...)
+		}, idempotent.WithKey(orderKey))
 	}
 }
 
@@ -185,10 +185,10 @@ func replaysEqual[Out any](v Out, opts ...idempotent.Option) func(t *testing.T) 
 		var runs atomic.Int32
 		var h func(context.Context, order) (Out, error)
 		require.NotPanics(t, func() {
-			h = idempotent.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) (Out, error) {
+			h = idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), append([]idempotent.Option{quiet}, opts...)...), func(context.Context, order) (Out, error) {
 				runs.Add(1)
 				return v, nil
-			}, append([]idempotent.Option{idempotent.WithKey(orderKey), quiet}, opts...)...)
+			}, idempotent.WithKey(orderKey))
 		})
 		first, err := h(context.Background(), order{ID: "o"})
 		require.NoError(t, err)
@@ -305,9 +305,9 @@ func TestCustomCodecIsNotChecked(t *testing.T) {
 	require.NotPanics(t, wrapOf[fmt.Stringer](idempotent.WithCodec(customJSON{})))
 	require.NotPanics(t, wrapOf[struct{ C chan int }](idempotent.WithCodec(customJSON{})))
 
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) (withAny, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithCodec(customJSON{}), quiet), func(context.Context, order) (withAny, error) {
 		return withAny{Extra: 1}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithCodec(customJSON{}), quiet)
+	}, idempotent.WithKey(orderKey))
 	_, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err, "not checked")
 	again, err := h(context.Background(), order{ID: "o"})
@@ -324,10 +324,10 @@ func notReplayed[Out any](v Out) func(t *testing.T) error {
 		store := newSpyStore()
 		var runs atomic.Int32
 		var got outcomes
-		h := idempotent.Wrap(store, func(context.Context, order) (Out, error) {
+		h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook), quiet), func(context.Context, order) (Out, error) {
 			runs.Add(1)
 			return v, nil
-		}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook), quiet)
+		}, idempotent.WithKey(orderKey))
 		first, err := h(context.Background(), order{ID: "o"})
 		require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
 		assert.Equal(t, v, first, "the caller still gets its response")
@@ -421,10 +421,10 @@ func TestAnyHoldingIntIsNotStored(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (withAny, error) {
+	h := idempotent.Wrap(idempotent.New(store, quiet), func(context.Context, order) (withAny, error) {
 		runs.Add(1)
 		return withAny{ID: "a", Extra: 42}, nil
-	}, idempotent.WithKey(orderKey), quiet)
+	}, idempotent.WithKey(orderKey))
 
 	out, err := h(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)

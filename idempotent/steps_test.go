@@ -109,7 +109,7 @@ func stepOrderKey(o stepOrder) (string, error) { return o.Key, nil }
 func TestStepsRunOnceAcrossAFailedRun(t *testing.T) {
 	store := newCountingStore()
 	p := &payment{}
-	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPayloadValidation(func(o stepOrder) (any, error) { return o, nil }))
+	h := idempotent.Wrap(idempotent.New(store), p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPayloadValidation(func(o stepOrder) (any, error) { return o, nil }))
 	ctx := context.Background()
 	o := stepOrder{Key: "k1", Amount: 1500}
 
@@ -141,7 +141,7 @@ func TestStepsRunOnceAcrossAFailedRun(t *testing.T) {
 func TestNewKeyWithStepsCosts(t *testing.T) {
 	store := newCountingStore()
 	p := &payment{}
-	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey))
+	h := idempotent.Wrap(idempotent.New(store), p.handle, idempotent.WithKey(stepOrderKey))
 	_, err := h(context.Background(), stepOrder{Key: "k", Amount: 1})
 	require.NoError(t, err)
 	// claim + 3 steps + complete = 5 calls; no step is read back.
@@ -173,11 +173,11 @@ func TestTakeoverResumesAfterTheLastFinishedStep(t *testing.T) {
 
 	p := &payment{}
 	var tookOver atomic.Bool
-	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now)), func(ctx context.Context, o stepOrder) (string, error) {
 		inv, _ := idempotent.FromContext(ctx)
 		tookOver.Store(inv.TookOver)
 		return p.handle(ctx, o)
-	}, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now))
+	}, idempotent.WithKey(stepOrderKey))
 
 	_, err := h(context.Background(), stepOrder{Key: "k2", Amount: 7})
 	require.ErrorIs(t, err, idempotent.ErrInProgress, "the crashed owner's lease still runs")
@@ -203,8 +203,7 @@ func TestStepsAreNotResumedForAnotherPayload(t *testing.T) {
 		storage.Step{Name: "charge", Data: []byte(`{"id":"ch_other","amount":1}`)})
 	clk.Advance(2 * time.Second)
 	p := &payment{}
-	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now),
-		idempotent.WithPayloadValidation(func(o stepOrder) (any, error) { return o, nil }))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now)), p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPayloadValidation(func(o stepOrder) (any, error) { return o, nil }))
 	got, err := h(context.Background(), stepOrder{Key: "k3", Amount: 5})
 	require.NoError(t, err)
 	assert.Equal(t, "paid ch_k3", got)
@@ -241,7 +240,7 @@ func TestStepErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newCountingStore()
-			h := idempotent.Wrap(store, tt.handler, idempotent.WithKey(stepOrderKey))
+			h := idempotent.Wrap(idempotent.New(store), tt.handler, idempotent.WithKey(stepOrderKey))
 			_, err := h(context.Background(), stepOrder{Key: "k"})
 			require.ErrorIs(t, err, tt.want)
 			// Nothing is left INPROGRESS: the failed run gave the record back.
@@ -255,7 +254,7 @@ func TestStepTooLargeIsAClearErrorNotAStuckRecord(t *testing.T) {
 	store := idempotent.NewMemoryStore()
 	store.MaxItemBytes = 2 << 10
 	runs := 0
-	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o stepOrder) (string, error) {
 		v, err := idempotent.Step(ctx, "render", func(context.Context) (string, error) {
 			runs++
 			return strings.Repeat("x", 4<<10), nil
@@ -289,8 +288,7 @@ func TestStepsAreMatchedByNameAcrossDeployments(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	var logs testlog.Buffer
 	p := &payment{}
-	h := idempotent.Wrap(store, p.handle, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"),
-		idempotent.WithClock(clk.Now), idempotent.WithLogger(testlog.Logger(&logs)))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now), idempotent.WithLogger(testlog.Logger(&logs))), p.handle, idempotent.WithKey(stepOrderKey))
 	got, err := h(context.Background(), stepOrder{Key: "k4", Amount: 3})
 	require.NoError(t, err)
 	assert.Equal(t, "paid ch_k4", got)
@@ -322,7 +320,7 @@ func TestAnUnrecordedStepRunsAgainOnTheRetry(t *testing.T) {
 	store := &flakyStepStore{countingStore: newCountingStore(), failStep: "charge"}
 	p := &payment{}
 	var sawNotRecorded atomic.Bool
-	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o stepOrder) (string, error) {
 		for i, name := range []string{"charge", "ledger", "email"} {
 			_, err := idempotent.Step(ctx, name, func(context.Context) (charge, error) {
 				p.runs[i].Add(1)
@@ -421,7 +419,7 @@ func TestConcurrentAndNestedSteps(t *testing.T) {
 			var n counts
 			var fail atomic.Bool
 			fail.Store(true)
-			h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+			h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, o stepOrder) (string, error) {
 				if err := tt.handler(ctx, &n, fail.Load()); err != nil {
 					return "", err
 				}
@@ -447,7 +445,7 @@ func TestStepAfterTheHandlerReturnedIsRefused(t *testing.T) {
 	var ran atomic.Bool
 	late := make(chan error, 1)
 	release := make(chan struct{})
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, o stepOrder) (string, error) {
 		go func() {
 			<-release
 			_, err := idempotent.Step(ctx, "late", func(context.Context) (int, error) {
@@ -472,13 +470,11 @@ func TestResumeIsReportedAsAResumeNotATakeover(t *testing.T) {
 	var invs []idempotent.Invocation
 	p := &payment{}
 	store := idempotent.NewMemoryStore()
-	h := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now), idempotent.WithLogger(testlog.Logger(&logs)), idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { events = append(events, ev) })), func(ctx context.Context, o stepOrder) (string, error) {
 		inv, _ := idempotent.FromContext(ctx)
 		invs = append(invs, inv)
 		return p.handle(ctx, o)
-	}, idempotent.WithKey(stepOrderKey), idempotent.WithPrefix("pay"), idempotent.WithClock(clk.Now),
-		idempotent.WithLogger(testlog.Logger(&logs)),
-		idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { events = append(events, ev) }))
+	}, idempotent.WithKey(stepOrderKey))
 	ctx := context.Background()
 
 	// A handler error after a finished step suspends the record; the retry
@@ -516,7 +512,7 @@ func TestResumeIsReportedAsAResumeNotATakeover(t *testing.T) {
 func TestStepDownstreamKeys(t *testing.T) {
 	p := &payment{}
 	var recordKey string
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, o stepOrder) (string, error) {
 		recordKey = idempotent.DownstreamKey(ctx)
 		return p.handle(ctx, o)
 	}, idempotent.WithKey(stepOrderKey))
@@ -539,7 +535,7 @@ func TestStepOutsideAWrappedHandlerJustRuns(t *testing.T) {
 
 func TestStepsThroughTheEngine(t *testing.T) {
 	store := newCountingStore()
-	e := idempotent.NewEngine(store)
+	e := idempotent.New(store)
 	runs := 0
 	work := func(ctx context.Context) ([]byte, error) {
 		if _, err := idempotent.Step(ctx, "charge", func(context.Context) (int, error) { runs++; return 1, nil }); err != nil {
@@ -578,17 +574,17 @@ func TestTakeoverDelay(t *testing.T) {
 			started := make(chan struct{})
 			hang := make(chan struct{})
 			defer close(hang)
-			opts := []idempotent.Option{idempotent.WithKey(stepOrderKey), idempotent.WithClock(clk.Now),
+			opts := []idempotent.Option{idempotent.WithClock(clk.Now),
 				idempotent.WithMaxLease(time.Minute), idempotent.WithTakeoverDelay(tt.delay)}
-			crashing := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) {
+			crashing := idempotent.Wrap(idempotent.New(store, opts...), func(ctx context.Context, o stepOrder) (string, error) {
 				close(started)
 				<-hang // the owner hangs: as far as the record knows, it crashed
 				return "", nil
-			}, opts...)
+			}, idempotent.WithKey(stepOrderKey))
 			go func() { _, _ = crashing(context.Background(), stepOrder{Key: "k"}) }()
 			<-started
 			clk.Advance(time.Minute + idempotent.DefaultClockSkew + tt.at)
-			other := idempotent.Wrap(store, func(ctx context.Context, o stepOrder) (string, error) { return "ran", nil }, opts...)
+			other := idempotent.Wrap(idempotent.New(store, opts...), func(ctx context.Context, o stepOrder) (string, error) { return "ran", nil }, idempotent.WithKey(stepOrderKey))
 			_, err := other(context.Background(), stepOrder{Key: "k"})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)

@@ -3,72 +3,51 @@ package idempotent
 import (
 	"context"
 	"fmt"
-	"reflect"
 
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// Wrap returns handler made idempotent: the first invocation for a key runs
-// handler and stores its response in store; duplicates get that response (or a
-// documented error) without running handler again. The result has the same
-// signature as handler, so it can be passed to lambda.Start or
-// lambda.StartHandlerFunc, or called directly to make one side effect inside a
-// larger handler idempotent.
+// Wrap returns handler made idempotent by e: the first invocation for a key
+// runs handler and stores its response in e's store; duplicates get that
+// response (or a documented error) without running handler again. The result
+// has the same signature as handler, so it can be passed to lambda.Start or
+// lambda.StartHandlerFunc, or called directly to make one side effect inside
+// a larger handler idempotent.
 //
 // Without WithKey the key is the SHA-256 of the whole input as JSON; for Lambda event types
 // that carry request ids or timestamps that is rarely what you want.
 //
 // Wrap is the typed layer over an Engine: it derives the key, scope and
-// payload from the input, encodes the response with the codec and decodes
-// replays. Wrap panics if store or handler is nil, if a generic option was
-// instantiated with a type other than the handler's input or output type, or
-// if the codec cannot give the output type back (see WithCodec).
-func Wrap[In, Out any](store storage.Store, handler func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
-	return newWrapper(store, handler, opts).invoke
+// payload from the input (opts), encodes the response with e's codec and
+// decodes replays (see ReplayMarker). Wrap panics if e or handler is nil,
+// or if the codec cannot give the output type back
+// (see WithCodec): programmer errors, found at start-up.
+func Wrap[In, Out any](e *Engine, handler func(context.Context, In) (Out, error), opts ...WrapOption[In]) func(context.Context, In) (Out, error) {
+	return newWrapper(e, handler, opts).invoke
 }
 
 type wrapper[In, Out any] struct {
 	e       *Engine
 	handler func(context.Context, In) (Out, error)
-	key     func(In) (string, error)
-	scope   func(context.Context, In) (string, error)
-	payload func(In) (any, error)
-	replay  func(context.Context, Out, Replay) Out
-	rt      *replayCheck // nil for a custom codec; see WithCodec
+	binding[In]
+	rt *replayCheck // nil for a custom codec; see WithCodec
 }
 
-func newWrapper[In, Out any](store storage.Store, handler func(context.Context, In) (Out, error), opts []Option) *wrapper[In, Out] {
-	if handler == nil {
+func newWrapper[In, Out any](e *Engine, handler func(context.Context, In) (Out, error), opts []WrapOption[In]) *wrapper[In, Out] {
+	switch {
+	case e == nil:
+		panic("idempotent: Wrap: nil Engine")
+	case handler == nil:
 		panic("idempotent: Wrap: nil handler")
 	}
-	w := &wrapper[In, Out]{e: newEngine("Wrap", store, opts), handler: handler}
-	cfg := &w.e.cfg
-	w.key = checkedOption[func(In) (string, error)](cfg.keyFn, "WithKey")
+	w := &wrapper[In, Out]{e: e, handler: handler}
+	for _, opt := range opts {
+		opt(&w.binding)
+	}
 	if w.key == nil {
 		w.key = func(in In) (string, error) { return wholeInputKey(in) }
 	}
-	w.scope = checkedOption[func(context.Context, In) (string, error)](cfg.scopeFn, "WithScope")
-	w.payload = checkedOption[func(In) (any, error)](cfg.payloadFn, "WithPayloadValidation")
-	w.replay = checkedOption[func(context.Context, Out, Replay) Out](cfg.replayFn, "WithReplayHook")
-	w.rt = newReplayCheck[Out](cfg.codec)
+	w.rt = newReplayCheck[Out](e.cfg.codec)
 	return w
-}
-
-// checkedOption asserts that a generic option was instantiated for this
-// handler's types; a mismatch is a programmer error found at start-up.
-func checkedOption[F any](v any, option string) F {
-	var zero F
-	if v == nil {
-		return zero
-	}
-	f, ok := v.(F)
-	if !ok {
-		panic(fmt.Sprintf("idempotent: %s: got %T, want %v (the wrapped handler's types)", option, v, reflect.TypeFor[F]()))
-	}
-	if reflect.ValueOf(f).IsNil() {
-		panic(fmt.Sprintf("idempotent: %s: nil function", option))
-	}
-	return f
 }
 
 // invocation is one call of a wrapped handler, the engine's runner: the
@@ -115,8 +94,8 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 		return zero, err
 	}
 	out := inv.replayed
-	if w.replay != nil {
-		out = w.replay(ctx, out, res.Replay)
+	if m, ok := any(&out).(ReplayMarker); ok {
+		m.MarkReplayed(res.Replay)
 	}
 	return out, nil
 }

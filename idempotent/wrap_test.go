@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +35,7 @@ func TestFirstRunThenReplay(t *testing.T) {
 	store := newSpyStore()
 	var c counter
 	var got outcomes
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook)), c.handle, idempotent.WithKey(orderKey))
 
 	first, err := h(context.Background(), order{ID: "o-1", Amount: 5})
 	require.NoError(t, err)
@@ -51,21 +53,22 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		opts     []idempotent.Option
+		opts     []idempotent.WrapOption[order]
+		core     []idempotent.Option
 		a, b     order
 		wantRuns int32
 		wantErr  error
 	}{
 		{name: "default key is the whole input: same input replays", a: order{ID: "x", Amount: 1}, b: order{ID: "x", Amount: 1}, wantRuns: 1},
 		{name: "default key is the whole input: other input runs", a: order{ID: "x", Amount: 1}, b: order{ID: "x", Amount: 2}, wantRuns: 2},
-		{name: "custom key ignores other fields", opts: []idempotent.Option{idempotent.WithKey(orderKey)}, a: order{ID: "x", Amount: 1}, b: order{ID: "x", Amount: 2}, wantRuns: 1},
-		{name: "missing key fails closed", opts: []idempotent.Option{idempotent.WithKey(orderKey)}, a: order{}, b: order{}, wantRuns: 0, wantErr: idempotent.ErrMissingKey},
-		{name: "optional key runs without idempotency", opts: []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithOptionalKey()}, a: order{}, b: order{}, wantRuns: 2},
-		{name: "key function error", opts: []idempotent.Option{idempotent.WithKey(func(order) (string, error) { return "", errors.New("no id") })}, wantErr: idempotent.ErrInvalidKey},
-		{name: "key too long", opts: []idempotent.Option{idempotent.WithKey(orderKey)}, a: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes+1)}, wantErr: idempotent.ErrInvalidKey},
-		{name: "key at the limit", opts: []idempotent.Option{idempotent.WithKey(orderKey)}, a: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes)}, b: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes)}, wantRuns: 1},
-		{name: "key not UTF-8", opts: []idempotent.Option{idempotent.WithKey(orderKey)}, a: order{ID: "\xff\xfe"}, wantErr: idempotent.ErrInvalidKey},
-		{name: "scope error", opts: []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithScope(func(context.Context, order) (string, error) { return "", errors.New("no principal") })}, a: order{ID: "x"}, wantErr: idempotent.ErrInvalidKey},
+		{name: "custom key ignores other fields", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, a: order{ID: "x", Amount: 1}, b: order{ID: "x", Amount: 2}, wantRuns: 1},
+		{name: "missing key fails closed", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, a: order{}, b: order{}, wantRuns: 0, wantErr: idempotent.ErrMissingKey},
+		{name: "optional key runs without idempotency", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, core: []idempotent.Option{idempotent.WithOptionalKey()}, a: order{}, b: order{}, wantRuns: 2},
+		{name: "key function error", opts: []idempotent.WrapOption[order]{idempotent.WithKey(func(order) (string, error) { return "", errors.New("no id") })}, wantErr: idempotent.ErrInvalidKey},
+		{name: "key too long", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, a: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes+1)}, wantErr: idempotent.ErrInvalidKey},
+		{name: "key at the limit", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, a: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes)}, b: order{ID: strings.Repeat("k", idempotent.MaxKeyBytes)}, wantRuns: 1},
+		{name: "key not UTF-8", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey)}, a: order{ID: "\xff\xfe"}, wantErr: idempotent.ErrInvalidKey},
+		{name: "scope error", opts: []idempotent.WrapOption[order]{idempotent.WithKey(orderKey), idempotent.WithScope(func(context.Context, order) (string, error) { return "", errors.New("no principal") })}, a: order{ID: "x"}, wantErr: idempotent.ErrInvalidKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +78,7 @@ func TestKeys(t *testing.T) {
 			}
 			store := newSpyStore()
 			var c counter
-			h := idempotent.Wrap(store, c.handle, tt.opts...)
+			h := idempotent.Wrap(idempotent.New(store, tt.core...), c.handle, tt.opts...)
 			_, errA := h(context.Background(), tt.a)
 			_, errB := h(context.Background(), tt.b)
 			if tt.wantErr != nil {
@@ -97,7 +100,7 @@ func TestKeysAreHashedAndUnambiguous(t *testing.T) {
 	var c counter
 	scope := func(_ context.Context, o order) (string, error) { return strings.SplitN(o.ID, "|", 2)[0], nil }
 	key := func(o order) (string, error) { return strings.SplitN(o.ID, "|", 2)[1], nil }
-	h := idempotent.Wrap(store, c.handle, idempotent.WithPrefix("pay"), idempotent.WithScope(scope), idempotent.WithKey(key))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("pay")), c.handle, idempotent.WithScope(scope), idempotent.WithKey(key))
 
 	_, err := h(context.Background(), order{ID: "a|bc"})
 	require.NoError(t, err)
@@ -116,11 +119,7 @@ func TestPayloadValidation(t *testing.T) {
 	store := newSpyStore()
 	var c counter
 	var got outcomes
-	h := idempotent.Wrap(store, c.handle,
-		idempotent.WithKey(orderKey),
-		idempotent.WithPayloadValidation(func(o order) (any, error) { return o.Amount, nil }),
-		idempotent.WithOutcomeHook(got.hook),
-		idempotent.WithLocalCache(8))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook), idempotent.WithLocalCache(8)), c.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(func(o order) (any, error) { return o.Amount, nil }))
 
 	_, err := h(context.Background(), order{ID: "o", Amount: 10})
 	require.NoError(t, err)
@@ -136,13 +135,11 @@ func TestPayloadValidation(t *testing.T) {
 	assert.Equal(t, idempotent.OutcomePayloadMismatch, got.list()[1])
 
 	// Without the cache, the store's record is checked.
-	fresh := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey),
-		idempotent.WithPayloadValidation(func(o order) (any, error) { return o.Amount, nil }))
+	fresh := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(func(o order) (any, error) { return o.Amount, nil }))
 	_, err = fresh(context.Background(), order{ID: "o", Amount: 12})
 	require.ErrorIs(t, err, idempotent.ErrPayloadMismatch)
 
-	bad := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey),
-		idempotent.WithPayloadValidation(func(order) (any, error) { return nil, errors.New("boom") }))
+	bad := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(func(order) (any, error) { return nil, errors.New("boom") }))
 	_, err = bad(context.Background(), order{ID: "o2"})
 	require.ErrorIs(t, err, idempotent.ErrInvalidPayload)
 }
@@ -152,7 +149,7 @@ func TestPayloadMismatchWhileInProgress(t *testing.T) {
 	store := newSpyStore()
 	release := make(chan struct{})
 	started := make(chan struct{})
-	h := idempotent.Wrap(store, func(ctx context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o order) (receipt, error) {
 		close(started)
 		<-release
 		return receipt{OrderID: o.ID}, nil
@@ -175,12 +172,12 @@ func TestHandlerErrorReleases(t *testing.T) {
 	errDeclined := errors.New("card declined")
 	var runs atomic.Int32
 	var got outcomes
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook)), func(_ context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			return receipt{}, errDeclined
 		}
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook))
+	}, idempotent.WithKey(orderKey))
 
 	_, err := h(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, errDeclined, "the handler's error is returned unchanged")
@@ -196,7 +193,7 @@ func TestHandlerPanicReleasesAndRepanics(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(_ context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			panic("boom")
 		}
@@ -216,14 +213,14 @@ func TestInProgress(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var got outcomes
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook)), func(_ context.Context, o order) (receipt, error) {
 		close(started)
 		<-release
 		return receipt{OrderID: o.ID, Run: 1}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook))
+	}, idempotent.WithKey(orderKey))
 
 	// Another process (another wrapper over the same table).
-	other := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	other := idempotent.Wrap(idempotent.New(store), func(_ context.Context, o order) (receipt, error) {
 		return receipt{}, errors.New("never runs")
 	}, idempotent.WithKey(orderKey))
 
@@ -255,9 +252,9 @@ func TestWaitInProgressThenReplay(t *testing.T) {
 		}
 		return receipt{OrderID: o.ID, Run: n}, nil
 	}
-	opts := []idempotent.Option{idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(5 * time.Second)}
-	h := idempotent.Wrap(store, handler, opts...)
-	other := idempotent.Wrap(store, handler, opts...) // another process: it polls the store
+	opts := []idempotent.Option{idempotent.WithWaitInProgress(5 * time.Second)}
+	h := idempotent.Wrap(idempotent.New(store, opts...), handler, idempotent.WithKey(orderKey))
+	other := idempotent.Wrap(idempotent.New(store, opts...), handler, idempotent.WithKey(orderKey)) // another process: it polls the store
 
 	first := make(chan receipt)
 	go func() { r, _ := h(context.Background(), order{ID: "o"}); first <- r }()
@@ -287,8 +284,8 @@ func TestWaitInProgressGivesUp(t *testing.T) {
 		<-release
 		return receipt{}, nil
 	}
-	h := idempotent.Wrap(store, handler, idempotent.WithKey(orderKey))
-	other := idempotent.Wrap(store, handler, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(100*time.Millisecond))
+	h := idempotent.Wrap(idempotent.New(store), handler, idempotent.WithKey(orderKey))
+	other := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(100*time.Millisecond)), handler, idempotent.WithKey(orderKey))
 	go func() { _, _ = h(context.Background(), order{ID: "o"}) }()
 	<-started
 	_, err := other(context.Background(), order{ID: "o"})
@@ -305,7 +302,7 @@ func TestLeaseTakeoverAndFencing(t *testing.T) {
 	started := make(chan struct{})
 	var runs atomic.Int32
 	var keys sync.Map
-	h := idempotent.Wrap(store, func(ctx context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second), idempotent.WithOutcomeHook(got.hook)), func(ctx context.Context, o order) (receipt, error) {
 		n := runs.Add(1)
 		inv, ok := idempotent.FromContext(ctx)
 		require.True(t, ok)
@@ -315,8 +312,7 @@ func TestLeaseTakeoverAndFencing(t *testing.T) {
 			<-release // a paused owner
 		}
 		return receipt{OrderID: o.ID, Run: n}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second),
-		idempotent.WithOutcomeHook(got.hook))
+	}, idempotent.WithKey(orderKey))
 
 	firstDone := make(chan receipt)
 	go func() { r, _ := h(context.Background(), order{ID: "o"}); firstDone <- r }()
@@ -355,8 +351,7 @@ func TestExpiry(t *testing.T) {
 	store := newSpyStore()
 	clk := newClock()
 	var c counter
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now),
-		idempotent.WithExpiry(10*time.Minute), idempotent.WithLocalCache(4))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithExpiry(10*time.Minute), idempotent.WithLocalCache(4)), c.handle, idempotent.WithKey(orderKey))
 
 	_, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err)
@@ -388,12 +383,12 @@ func TestLeaseFollowsDeadline(t *testing.T) {
 			store := newSpyStore()
 			clk := newClock()
 			var handlerDeadline time.Duration
-			h := idempotent.Wrap(store, func(ctx context.Context, o order) (receipt, error) {
+			h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(tt.maxLease)), func(ctx context.Context, o order) (receipt, error) {
 				dl, ok := ctx.Deadline()
 				require.True(t, ok, "the handler always runs under a deadline")
 				handlerDeadline = time.Until(dl)
 				return receipt{}, nil
-			}, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now), idempotent.WithMaxLease(tt.maxLease))
+			}, idempotent.WithKey(orderKey))
 			ctx := context.Background()
 			if tt.timeout > 0 {
 				var cancel context.CancelFunc
@@ -416,7 +411,7 @@ func TestNoTimeLeft(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var c counter
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey))
+	h := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey))
 
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
@@ -438,7 +433,7 @@ func TestClaimFailureDoesNotRun(t *testing.T) {
 	throttled := errors.New("ProvisionedThroughputExceededException")
 	store.claimErr = throttled
 	var c counter
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey))
+	h := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey))
 	_, err := h(context.Background(), order{ID: "o"})
 	require.ErrorIs(t, err, idempotent.ErrStore)
 	require.ErrorIs(t, err, throttled, "the cause stays inspectable")
@@ -453,8 +448,7 @@ func TestCompletionFailureKeepsResponse(t *testing.T) {
 	var c counter
 	var got outcomes
 	var logs bytes.Buffer
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook),
-		idempotent.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook), idempotent.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))), c.handle, idempotent.WithKey(orderKey))
 
 	out, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err, "the original caller keeps its response")
@@ -473,7 +467,7 @@ func TestCompletionSurvivesCancelledContext(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(_ context.Context, o order) (receipt, error) {
 		cancel() // the invocation's context ends while the handler finishes
 		return receipt{OrderID: o.ID, Run: 1}, nil
 	}, idempotent.WithKey(orderKey))
@@ -491,13 +485,12 @@ func TestReleaseFailureLeavesLease(t *testing.T) {
 	store.releaseErr = errors.New("timeout")
 	var runs atomic.Int32
 	var got outcomes
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(5*time.Second), idempotent.WithOutcomeHook(got.hook)), func(_ context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			return receipt{}, errors.New("downstream failed")
 		}
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithClock(clk.Now), idempotent.WithMaxLease(5*time.Second),
-		idempotent.WithOutcomeHook(got.hook))
+	}, idempotent.WithKey(orderKey))
 
 	_, err := h(context.Background(), order{ID: "o"})
 	require.Error(t, err)
@@ -541,10 +534,10 @@ func TestLargeResponses(t *testing.T) {
 			store := newSpyStore()
 			var runs atomic.Int32
 			var got outcomes
-			h := idempotent.Wrap(store, func(_ context.Context, _ order) (blob, error) {
+			h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(got.hook)), func(_ context.Context, _ order) (blob, error) {
 				runs.Add(1)
 				return blob{Body: tt.body}, nil
-			}, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(got.hook))
+			}, idempotent.WithKey(orderKey))
 
 			first, err := h(context.Background(), order{ID: "o"})
 			require.NoError(t, err)
@@ -574,7 +567,7 @@ func TestUnserializableResponse(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var runs atomic.Int32
-	h := idempotent.Wrap(store, func(context.Context, order) (unmarshalable, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(context.Context, order) (unmarshalable, error) {
 		runs.Add(1)
 		return unmarshalable{}, nil
 	}, idempotent.WithKey(orderKey))
@@ -590,7 +583,7 @@ func TestLocalCache(t *testing.T) {
 	store := newSpyStore()
 	var c counter
 	var got outcomes
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithLocalCache(16), idempotent.WithOutcomeHook(got.hook))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithLocalCache(16), idempotent.WithOutcomeHook(got.hook)), c.handle, idempotent.WithKey(orderKey))
 	first, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err)
 	calls := store.calls()
@@ -608,11 +601,11 @@ func TestLocalCacheNeverHoldsInProgress(t *testing.T) {
 	store := newSpyStore()
 	release := make(chan struct{})
 	started := make(chan struct{})
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithLocalCache(16)), func(_ context.Context, o order) (receipt, error) {
 		close(started)
 		<-release
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithLocalCache(16))
+	}, idempotent.WithKey(orderKey))
 	done := make(chan struct{})
 	go func() { _, _ = h(context.Background(), order{ID: "o"}); close(done) }()
 	<-started
@@ -624,25 +617,35 @@ func TestLocalCacheNeverHoldsInProgress(t *testing.T) {
 	<-done
 }
 
-func TestReplayHook(t *testing.T) {
+// markedReceipt learns it is a replay (idempotent.ReplayMarker).
+type markedReceipt struct {
+	receipt
+	Marks []idempotent.Replay `json:"-"`
+}
+
+func (r *markedReceipt) MarkReplayed(info idempotent.Replay) {
+	r.Marks = append(r.Marks, info)
+	r.OrderID += " (replayed)"
+}
+
+func TestReplayMarker(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var c counter
-	var seen []idempotent.Replay
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey),
-		idempotent.WithReplayHook(func(_ context.Context, r receipt, info idempotent.Replay) receipt {
-			seen = append(seen, info)
-			r.OrderID += " (replayed)"
-			return r
-		}))
-	_, err := h(context.Background(), order{ID: "o"})
+	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o order) (markedReceipt, error) {
+		r, err := c.handle(ctx, o)
+		return markedReceipt{receipt: r}, err
+	}, idempotent.WithKey(orderKey))
+	first, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err)
+	assert.Equal(t, "o", first.OrderID, "a first run is not marked")
+	assert.Empty(t, first.Marks)
 	r, err := h(context.Background(), order{ID: "o"})
 	require.NoError(t, err)
 	assert.Equal(t, "o (replayed)", r.OrderID)
-	require.Len(t, seen, 1)
-	assert.Regexp(t, `#[0-9a-f]{64}$`, seen[0].RecordID)
-	assert.False(t, seen[0].ExpiresAt.IsZero())
+	require.Len(t, r.Marks, 1)
+	assert.Regexp(t, `#[0-9a-f]{64}$`, r.Marks[0].RecordID)
+	assert.False(t, r.Marks[0].ExpiresAt.IsZero())
 }
 
 func TestDisabled(t *testing.T) {
@@ -651,8 +654,7 @@ func TestDisabled(t *testing.T) {
 	var c counter
 	var logs bytes.Buffer
 	var o outcomes
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithOutcomeHook(o.hook),
-		idempotent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(o.hook), idempotent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))), c.handle, idempotent.WithKey(orderKey))
 	for range 3 {
 		_, err := h(context.Background(), order{ID: "o"})
 		require.NoError(t, err)
@@ -686,7 +688,7 @@ func TestCorruptRecords(t *testing.T) {
 			t.Parallel()
 			var c counter
 			store := &refusingStore{mutate: tt.mutate}
-			h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey))
+			h := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey))
 			out, err := h(context.Background(), order{ID: "o"})
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
 			assert.Zero(t, out, "garbage is never replayed")
@@ -710,7 +712,7 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 	t.Parallel()
 	store := newSpyStore()
 	var c counter
-	h := idempotent.Wrap(store, c.handle, idempotent.WithKey(orderKey), idempotent.WithWaitInProgress(5*time.Second))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(5*time.Second)), c.handle, idempotent.WithKey(orderKey))
 	const n = 64
 	var wg sync.WaitGroup
 	results := make([]receipt, n)
@@ -735,13 +737,12 @@ func TestLogsNeverCarryKeysOrPayloads(t *testing.T) {
 	store := newSpyStore()
 	var logs bytes.Buffer
 	logger := testlog.Logger(&logs)
-	h := idempotent.Wrap(store, func(_ context.Context, o order) (receipt, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithLogger(logger)), func(_ context.Context, o order) (receipt, error) {
 		if o.Amount < 0 {
 			return receipt{}, errors.New("negative")
 		}
 		return receipt{OrderID: o.ID}, nil
-	}, idempotent.WithKey(orderKey), idempotent.WithLogger(logger),
-		idempotent.WithPayloadValidation(func(o order) (any, error) { return o, nil }))
+	}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(func(o order) (any, error) { return o, nil }))
 	secret := "secret-key-4242"
 	for _, o := range []order{{ID: secret, Amount: 987654321}, {ID: secret, Amount: 987654321}, {ID: secret, Amount: 987654322}, {ID: secret + "x", Amount: -1}} {
 		_, _ = h(context.Background(), o)
@@ -759,17 +760,12 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 	var c counter
 	store := idempotent.NewMemoryStore()
 	var nilStore *idempotent.MemoryStore
-	assert.PanicsWithValue(t, "idempotent: Wrap: nil store", func() { idempotent.Wrap(nilStore, c.handle) })
-	assert.Panics(t, func() { idempotent.Wrap(nil, c.handle) })
-	assert.Panics(t, func() { idempotent.Wrap[order, receipt](store, nil) })
-	assert.Panics(t, func() {
-		idempotent.Wrap(store, c.handle, idempotent.WithKey(func(s string) (string, error) { return s, nil }))
-	}, "a key function of another input type")
-	assert.Panics(t, func() {
-		idempotent.Wrap(store, c.handle, idempotent.WithReplayHook(func(_ context.Context, s string, _ idempotent.Replay) string { return s }))
-	})
-	assert.Panics(t, func() { idempotent.Wrap(store, c.handle, idempotent.WithKey[order](nil)) })
-	assert.Panics(t, func() { idempotent.Wrap(store, c.handle, idempotent.WithPrefix("")) })
+	assert.PanicsWithValue(t, "idempotent: New: nil store", func() { idempotent.Wrap(idempotent.New(nilStore), c.handle) })
+	assert.Panics(t, func() { idempotent.Wrap(idempotent.New(nil), c.handle) })
+	assert.PanicsWithValue(t, "idempotent: Wrap: nil Engine", func() { idempotent.Wrap(nil, c.handle) })
+	assert.Panics(t, func() { idempotent.Wrap[order, receipt](idempotent.New(store), nil) })
+	assert.Panics(t, func() { idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey[order](nil)) })
+	assert.Panics(t, func() { idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("")), c.handle) })
 }
 
 func TestOutcomeNames(t *testing.T) {
@@ -791,7 +787,7 @@ func TestResponseRoundTripsThroughJSON(t *testing.T) {
 		Tags   []string    `json:"tags"`
 	}
 	store := newSpyStore()
-	h := idempotent.Wrap(store, func(context.Context, order) (big, error) {
+	h := idempotent.Wrap(idempotent.New(store), func(context.Context, order) (big, error) {
 		return big{Amount: "12345678901234567891", Tags: []string{"a"}}, nil
 	}, idempotent.WithKey(orderKey))
 	a, err := h(context.Background(), order{ID: "o"})
@@ -803,14 +799,29 @@ func TestResponseRoundTripsThroughJSON(t *testing.T) {
 
 func TestTheHandlersContextEndsBeforeItsLeaseWithACause(t *testing.T) {
 	var err, cause error
-	h := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o stepOrder) (string, error) {
+	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithMaxLease(200*time.Millisecond)), func(ctx context.Context, o stepOrder) (string, error) {
 		<-ctx.Done()
 		err, cause = ctx.Err(), context.Cause(ctx)
 		return "", ctx.Err()
-	}, idempotent.WithKey(stepOrderKey), idempotent.WithMaxLease(200*time.Millisecond))
+	}, idempotent.WithKey(stepOrderKey))
 	_, herr := h(context.Background(), stepOrder{Key: "k"})
 	require.ErrorIs(t, herr, context.DeadlineExceeded)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, cause, context.DeadlineExceeded)
 	assert.Contains(t, cause.Error(), "lease", "the cause says why the handler's time is up")
+}
+
+func TestTypedOptionsOfAnotherTypeDoNotCompile(t *testing.T) {
+	// What used to panic at start-up must now fail to compile: a key or
+	// scope function whose input is not the handler's.
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	for _, prog := range []string{"key", "scope"} {
+		t.Run(prog, func(t *testing.T) {
+			out, err := exec.Command("go", "build", "-o", os.DevNull, "./testdata/mismatch/"+prog).CombinedOutput()
+			require.Error(t, err, "a mismatched %s function compiled", prog)
+			assert.Contains(t, string(out), "does not match", "it fails for the mismatch, not for anything else: %s", out)
+		})
+	}
 }
