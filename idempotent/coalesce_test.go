@@ -162,11 +162,11 @@ func TestCoalescingRespectsPayloadAndScope(t *testing.T) {
 		}
 		return receipt{OrderID: o.ID}, nil
 	}, idempotent.WithKey(orderKey), idempotent.WithPayloadValidation(amount), idempotent.WithScope(func(_ context.Context, o order) (string, error) {
-			if o.Amount == 3 {
-				return "tenant-b", nil
-			}
-			return "tenant-a", nil
-		}))
+		if o.Amount == 3 {
+			return "tenant-b", nil
+		}
+		return "tenant-a", nil
+	}))
 	done := make(chan error, 1)
 	go func() { _, err := h(context.Background(), order{ID: "o", Amount: 1}); done <- err }()
 	<-g.started

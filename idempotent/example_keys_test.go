@@ -43,8 +43,8 @@ func ExampleWrap_wholeEventKey() {
 
 	runs = 0
 	byHeader := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), createOrder, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
-			return req.Headers["idempotency-key"], nil
-		}))
+		return req.Headers["idempotency-key"], nil
+	}))
 	_, _ = byHeader(context.Background(), first)
 	_, _ = byHeader(context.Background(), retry)
 	fmt.Println("Idempotency-Key header as key, handler runs:", runs)
@@ -104,15 +104,15 @@ func ExampleWithKey_eventBridge() {
 func ExampleWithKey_s3() {
 	thumbnails := 0
 	makeThumbnail := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("thumbnail")), func(ctx context.Context, r events.S3EventRecord) (string, error) {
-			thumbnails++
-			return "thumbs/" + r.S3.Object.URLDecodedKey, nil
-		}, idempotent.WithKey(func(r events.S3EventRecord) (string, error) {
-			version := r.S3.Object.VersionID
-			if version == "" {
-				version = r.S3.Object.Sequencer
-			}
-			return r.S3.Bucket.Name + "/" + r.S3.Object.Key + "@" + version, nil
-		}))
+		thumbnails++
+		return "thumbs/" + r.S3.Object.URLDecodedKey, nil
+	}, idempotent.WithKey(func(r events.S3EventRecord) (string, error) {
+		version := r.S3.Object.VersionID
+		if version == "" {
+			version = r.S3.Object.Sequencer
+		}
+		return r.S3.Bucket.Name + "/" + r.S3.Object.Key + "@" + version, nil
+	}))
 	handler := func(ctx context.Context, ev events.S3Event) error {
 		for _, r := range ev.Records {
 			if _, err := makeThumbnail(ctx, r); err != nil {
@@ -146,17 +146,17 @@ type tenantKey struct{}
 func ExampleWithScope() {
 	runs := 0
 	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
-			runs++
-			return "ok", nil
-		}, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
-			return req.Headers["idempotency-key"], nil
-		}), idempotent.WithScope(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
-			tenant, ok := ctx.Value(tenantKey{}).(Tenant) // set by your authentication
-			if !ok {
-				return "", errors.New("no tenant")
-			}
-			return tenant.ID, nil
-		}))
+		runs++
+		return "ok", nil
+	}, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
+		return req.Headers["idempotency-key"], nil
+	}), idempotent.WithScope(func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
+		tenant, ok := ctx.Value(tenantKey{}).(Tenant) // set by your authentication
+		if !ok {
+			return "", errors.New("no tenant")
+		}
+		return tenant.ID, nil
+	}))
 	req := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"idempotency-key": "1"}}
 	acme := context.WithValue(context.Background(), tenantKey{}, Tenant{"acme"})
 	globex := context.WithValue(context.Background(), tenantKey{}, Tenant{"globex"})
