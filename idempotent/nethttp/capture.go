@@ -41,6 +41,7 @@ type capture struct {
 	sent   http.Header     // that header as a map, once asked for (sentHeader)
 	body   strings.Builder // a string: the stored form takes it without a copy
 	passed string          // why the response passed through; "" while buffering
+	silent bool            // the handler returned without a status or a body: settle answered 200 for it
 }
 
 // init readies c to capture a response meant for w.
@@ -144,9 +145,11 @@ func (c *capture) commit(same bool) {
 }
 
 // settle ends the handler's turn: a handler that wrote nothing answered 200
-// with an empty body, as under net/http.
+// with an empty body, as under net/http (unless its context had ended: see
+// exchange.work).
 func (c *capture) settle() {
 	if c.status == 0 {
+		c.silent = true
 		c.WriteHeader(http.StatusOK)
 	}
 }

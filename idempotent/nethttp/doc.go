@@ -80,6 +80,14 @@
 // SetWriteDeadline reach the real writer. Informational (1xx) statuses are
 // dropped.
 //
+// A handler that returns after its context ended (its client hung up, or
+// the lease's deadline came) having written neither a status nor a body did
+// not answer: that is a handler error, ErrNoResponse, and the retry runs the
+// handler again instead of replaying an empty 200. A status or body written
+// before it returned is its response, stored as any other. The rule, with
+// its edges, is in docs/http-servers.md, "When the client hangs up"
+// (https://github.com/idemkit/idemkit/blob/main/docs/http-servers.md#when-the-client-hangs-up).
+//
 // A handler that panics releases the record and gets 500 internal-error
 // (logged at error level with the stack), so a retry runs it again; a panic
 // with http.ErrAbortHandler, or any panic after the response began to pass

@@ -25,7 +25,8 @@ import (
 // http.Server on a loopback port and a real http.Client, on the memory store
 // and on DynamoDB Local (skipped without AWS_ENDPOINT_URL_DYNAMODB; see
 // scripts/with-dynamodb.sh): new key, retry replayed, concurrent duplicate
-// 409, other body 422, missing key 400, a 5xx retried.
+// 409, other body 422, missing key 400, a 5xx retried, a client that hung
+// up retried.
 func TestStores(t *testing.T) {
 	t.Parallel()
 	stores := []struct {
@@ -43,7 +44,7 @@ func TestStores(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			store := s.make(t)
-			var runs atomic.Int32
+			var runs, hangups atomic.Int32
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			mux := http.NewServeMux()
 			idem := nethttp.Middleware(store, nethttp.WithLogger(testlog.Logger(io.Discard)))
@@ -52,6 +53,10 @@ func TestStores(t *testing.T) {
 				if r.URL.Query().Get("slow") != "" {
 					started <- struct{}{}
 					<-release
+				}
+				if r.URL.Query().Get("hangup") != "" && hangups.Add(1) == 1 {
+					<-r.Context().Done() // the client hung up: nothing to answer
+					return
 				}
 				if r.URL.Query().Get("fail") != "" {
 					http.Error(w, "down", http.StatusBadGateway)
@@ -104,6 +109,13 @@ func TestStores(t *testing.T) {
 			assert.Equal(t, http.StatusBadGateway, g.status)
 			assert.False(t, g.replayed(), "a 5xx is not stored: the retry runs again")
 			assert.Equal(t, int32(4), runs.Load())
+
+			hang := req{path: "/payments?hangup=1", key: "k4", body: `{}`}
+			hangUp(t, client, base, hang, 300*time.Millisecond)
+			g = sendAgain(t, client, base, hang)
+			assert.Equal(t, http.StatusCreated, g.status, g.body)
+			assert.False(t, g.replayed(), "a client that hung up is not a stored response: the retry runs again")
+			assert.Equal(t, int32(6), runs.Load())
 		})
 	}
 }

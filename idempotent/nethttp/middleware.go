@@ -216,15 +216,16 @@ type exchange struct {
 
 	c        capture             // the handler's writer (keyed requests)
 	reqBody  requestBody         // the handler's request body (keyed requests)
-	err      error               // the handler's panic
+	err      error               // the handler's failure: its panic (*httprules.PanicError), or ErrNoResponse
 	stored   *httprules.Response // the stored response accept decoded, on a replay
 	replBody []byte              // its body, decoded
 }
 
 // work is what the core makes idempotent: it runs the handler and returns
 // the response to store, encoded, or an error that makes the core release
-// the record: the handler's panic, or httprules.NotStoredError. The
-// handler's request carries ctx, with the core's Invocation.
+// the record: the handler's panic, ErrNoResponse, or
+// httprules.NotStoredError. The handler's request carries ctx, with the
+// core's Invocation.
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	r := x.r.WithContext(ctx)
 	if !x.keyed {
@@ -238,6 +239,14 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	c := &x.c
 	switch {
 	case x.err != nil:
+		return nil, x.err
+	case c.silent && ctx.Err() != nil:
+		// The handler gave up when its context ended (its client hung up, or
+		// the lease's deadline came) and answered nothing: net/http's implicit
+		// 200 is no response, and storing it would answer every retry with an
+		// empty success for work that never ran. A failure: the record is
+		// released (or suspended, when it holds steps), so the retry runs.
+		x.err = fmt.Errorf("%w: %w", ErrNoResponse, context.Cause(ctx))
 		return nil, x.err
 	case !httprules.Storable(c.status):
 		return nil, &httprules.NotStoredError{Status: c.status}
@@ -346,22 +355,25 @@ func (x *exchange) run(r *http.Request) {
 
 // answerRun answers a keyed request that ran the handler, once the record
 // is settled: with its response, whatever happened to the record, or after
-// a panic with a 500 problem. A panic after the response began to pass
-// through, or a panic with http.ErrAbortHandler, aborts the response as net/http
-// does: the client must not take a cut-off response for a whole one.
+// a panic or ErrNoResponse with a 500 problem (a client that hung up reads
+// none of it; one whose lease's deadline came learns it may retry). A panic
+// after the response began to pass through, or a panic with
+// http.ErrAbortHandler, aborts the response as net/http does: the client
+// must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
-	pe, _ := x.err.(*httprules.PanicError) // run's, unwrapped
-	if pe == nil {
+	if x.err == nil {
 		x.c.deliver()
 		return
 	}
-	if pe.Value == http.ErrAbortHandler { // compared as net/http does
-		panic(http.ErrAbortHandler)
-	}
-	x.h.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
-		slog.String("method", x.r.Method), slog.String("error", x.err.Error()), slog.String("stack", string(pe.Stack)))
-	if x.c.passed != "" {
-		panic(http.ErrAbortHandler)
+	if pe, ok := x.err.(*httprules.PanicError); ok { // run's, unwrapped
+		if pe.Value == http.ErrAbortHandler { // compared as net/http does
+			panic(http.ErrAbortHandler)
+		}
+		x.h.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
+			slog.String("method", x.r.Method), slog.String("error", x.err.Error()), slog.String("stack", string(pe.Stack)))
+		if x.c.passed != "" {
+			panic(http.ErrAbortHandler)
+		}
 	}
 	x.c.discard()
 	writeProblem(x.w, httprules.Internal())
