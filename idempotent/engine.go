@@ -48,6 +48,7 @@ var errLeaseEnding = fmt.Errorf("idempotent: the handler's time is up: its lease
 type Engine struct {
 	cfg   config
 	store storage.Store
+	steps storage.StepStore                  // store, when it records steps; else nil
 	cache *lru.Cache[string, storage.Record] // nil without WithLocalCache
 
 	mu      sync.Mutex
@@ -109,6 +110,7 @@ func New(store storage.Store, opts ...Option) *Engine {
 		panic("idempotent: New: nil store")
 	}
 	e := &Engine{cfg: defaultConfig(), store: store}
+	e.steps, _ = store.(storage.StepStore)
 	for _, opt := range opts {
 		opt(&e.cfg)
 	}
@@ -625,7 +627,7 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 	defer cancel()
 	// A millisecond back, so that a retry at once is not refused as in
 	// progress by a lease that ends in the same millisecond.
-	if err := e.store.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
+	if err := e.steps.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) {
 			return err
 		}

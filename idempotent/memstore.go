@@ -23,7 +23,7 @@ type MemoryStore struct {
 	records map[string]*storage.Record
 }
 
-var _ storage.Store = (*MemoryStore)(nil)
+var _ storage.StepStore = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
@@ -80,7 +80,7 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	return nil
 }
 
-// AppendStep implements storage.Store.
+// AppendStep implements storage.StepStore.
 func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -100,7 +100,7 @@ func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step sto
 	return nil
 }
 
-// Suspend implements storage.Store.
+// Suspend implements storage.StepStore.
 func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -16,3 +16,9 @@ func TestZeroMemoryStoreConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, &idempotent.MemoryStore{})
 }
+
+func TestConformanceOfAStoreWithoutSteps(t *testing.T) {
+	// The suite runs the base contract on a plain Store and skips the
+	// StepStore cases.
+	storetest.Run(t, plainStore{idempotent.NewMemoryStore()})
+}

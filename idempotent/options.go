@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Defaults for the options below.
@@ -30,7 +32,7 @@ const DisableEnv = "IDEMKIT_DISABLED"
 // MaxPrefixBytes is the longest prefix WithPrefix accepts: the record ID (the
 // prefix, '#' and 64 hex digits) then fits every store's key limit, including
 // DynamoDB's 1,024-byte sort key in the composite layout.
-const MaxPrefixBytes = 512
+const MaxPrefixBytes = storage.MaxIDBytes - 1 - 64
 
 const (
 	// maxReserve is the most time kept back from the handler to complete

@@ -18,8 +18,9 @@ const MaxStepNameBytes = 128
 
 var (
 	// ErrInvalidStep: Step was called with an empty, overlong or non-UTF-8
-	// name, with a name already used in this run of the handler, or after
-	// the handler returned. Nothing ran. A programmer error: fix the handler.
+	// name, with a name already used in this run of the handler, after the
+	// handler returned, or with a store that does not record steps (not a
+	// storage.StepStore). Nothing ran. A programmer error: fix the handler.
 	// Not retryable.
 	ErrInvalidStep = errors.New("idempotent: invalid step")
 
@@ -109,6 +110,9 @@ func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
 	if name == "" || len(name) > MaxStepNameBytes || !utf8.ValidString(name) {
 		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8", ErrInvalidStep, name, MaxStepNameBytes)
 	}
+	if l.e.steps == nil {
+		return nil, false, fmt.Errorf("%w: step %q: the store does not record steps (it is not a storage.StepStore)", ErrInvalidStep, name)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
@@ -147,7 +151,7 @@ func (l *stepLog) end() (untaken []string) {
 func (l *stepLog) record(ctx context.Context, step storage.Step) error {
 	fctx, cancel := finishContext(ctx)
 	defer cancel()
-	if err := l.e.store.AppendStep(fctx, l.id, l.lease, step); err != nil {
+	if err := l.e.steps.AppendStep(fctx, l.id, l.lease, step); err != nil {
 		return fmt.Errorf("%w: step %q: %w", ErrStepNotRecorded, step.Name, err)
 	}
 	l.mu.Lock()

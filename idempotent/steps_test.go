@@ -150,7 +150,7 @@ func TestNewKeyWithStepsCosts(t *testing.T) {
 
 // crashedOwner writes the state a crashed owner leaves behind: a claimed
 // record whose lease ends at leaseEnd, holding the given steps.
-func crashedOwner(t *testing.T, store storage.Store, id string, now, leaseEnd time.Time, steps ...storage.Step) {
+func crashedOwner(t *testing.T, store storage.StepStore, id string, now, leaseEnd time.Time, steps ...storage.Step) {
 	t.Helper()
 	rec := storage.Record{ID: id, Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseExpiresAt: leaseEnd, Lease: "crashed-owner", Version: storage.RecordVersion}
@@ -593,4 +593,35 @@ func TestTakeoverDelay(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// plainStore is a storage.Store without the StepStore capability.
+type plainStore struct{ m *idempotent.MemoryStore }
+
+func (s plainStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
+	return s.m.Claim(ctx, rec, now)
+}
+func (s plainStore) Complete(ctx context.Context, rec storage.Record) error {
+	return s.m.Complete(ctx, rec)
+}
+func (s plainStore) Release(ctx context.Context, id, lease string) error {
+	return s.m.Release(ctx, id, lease)
+}
+
+func TestStepWithAStoreWithoutStepsFailsBeforeRunning(t *testing.T) {
+	// Steps are an optional capability: with a store that lacks it, Step
+	// refuses before its function runs (never a silently unrecorded step),
+	// and the record is released, not left in progress.
+	store := plainStore{idempotent.NewMemoryStore()}
+	ran := 0
+	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o stepOrder) (string, error) {
+		_, err := idempotent.Step(ctx, "charge", func(context.Context) (int, error) { ran++; return 1, nil })
+		return "", err
+	}, idempotent.WithKey(stepOrderKey))
+	for range 2 {
+		_, err := h(context.Background(), stepOrder{Key: "k"})
+		require.ErrorIs(t, err, idempotent.ErrInvalidStep)
+		assert.Contains(t, err.Error(), "StepStore")
+	}
+	assert.Zero(t, ran)
 }

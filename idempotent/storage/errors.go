@@ -25,3 +25,8 @@ var (
 // otherwise: DynamoDB's 400 KB, so the memory and Redis stores meet the same
 // limit as production.
 const DefaultMaxItemBytes = 400 << 10
+
+// MaxIDBytes is the longest record ID the engine writes: a prefix of at most
+// 512 bytes, '#', and 64 hex digits. Every store must hold IDs this long
+// (DynamoDB's sort key allows 1,024 bytes).
+const MaxIDBytes = 512 + 1 + 64

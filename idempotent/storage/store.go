@@ -17,10 +17,11 @@ type Store interface {
 	// carrying rec.Lease is the caller's own (a retried claim whose first
 	// response was lost) and counts as claimed.
 	//
-	// The claimed record holds rec's fields (Suspended false) and no Steps, except when the
-	// claim replaces a record that is [Record.Resumable] for rec (a takeover
-	// for the same payload): it then keeps that record's Steps, and returns
-	// them in ClaimResult.Steps, in the same atomic operation.
+	// The claimed record holds rec's fields (Suspended false) and no Steps,
+	// except when the claim replaces a record that is [Record.Resumable] for
+	// rec (a takeover for the same payload): a StepStore then keeps that
+	// record's Steps, and returns them in ClaimResult.Steps, in the same
+	// atomic operation.
 	//
 	// When the claim is refused, the result holds the stored record and err is nil.
 	// A stored record that cannot be decoded yields an error wrapping
@@ -28,8 +29,9 @@ type Store interface {
 	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)
 
 	// Complete overwrites the record's Status, Data and ExpiresAt with rec's,
-	// clears LeaseExpiresAt and Suspended and drops its Steps, on condition that the stored record carries
-	// rec.Lease (status is not checked, so a retried completion succeeds again).
+	// clears LeaseExpiresAt and Suspended and drops its Steps, on condition
+	// that the stored record carries rec.Lease (status is not checked, so a
+	// retried completion succeeds again).
 	// It returns an error wrapping ErrLeaseLost if the record is gone or has
 	// another lease, and one wrapping ErrTooLarge, without writing, if the store
 	// cannot hold the record.
@@ -39,6 +41,16 @@ type Store interface {
 	// that is already gone is not an error; one with another lease yields an
 	// error wrapping ErrLeaseLost.
 	Release(ctx context.Context, id, lease string) error
+}
+
+// StepStore is a Store that also records steps (idempotent.Step): an
+// optional capability, discovered with a type assertion as database/sql
+// discovers a driver's. With a store that is not a StepStore, Step refuses to
+// run before its function does. Claim's rules for Steps (kept by a resumable
+// takeover, dropped by every other replacement) and Resumed apply only to
+// StepStores; a plain Store never holds steps and never reports Resumed.
+type StepStore interface {
+	Store
 
 	// AppendStep adds step at the end of the Steps of the INPROGRESS record
 	// id, on condition that it carries lease. It returns an error wrapping
@@ -49,9 +61,9 @@ type Store interface {
 
 	// Suspend sets the lease end of the INPROGRESS record id to leaseEnd and
 	// marks it Suspended, keeping the record and its Steps, on condition that
-	// it carries lease:
-	// an owner whose work failed after finishing steps lets the next claim
-	// for the same payload take the record over at once and resume. A record
+	// it carries lease: an owner whose work failed after finishing steps lets
+	// the next claim for the same payload take the record over at once and
+	// resume. A record
 	// that is already gone is not an error; one with another lease, or
 	// completed, yields an error wrapping ErrLeaseLost.
 	Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error

@@ -5,7 +5,9 @@
 //		storetest.Run(t, mystore.New(...))
 //	}
 //
-// The suite depends only on the standard library and the idempotent package.
+// The suite depends only on the standard library and package storage. The
+// cases of the optional capability storage.StepStore (steps and suspension)
+// run only on stores that implement it.
 // Every case uses fresh random record IDs, so one store (or one table) can serve
 // the whole suite and be shared with other tests. Times are passed explicitly,
 // as the Store contract requires; no case sleeps. Expiry is exercised with a
