@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,9 +19,6 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
-
-// quiet keeps the core's and the adapter's logs out of test output.
-var quiet = apigateway.WithLogger(slog.New(slog.DiscardHandler))
 
 func TestReplay(t *testing.T) {
 	t.Parallel()
@@ -72,10 +67,10 @@ func TestReplay(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				runs := 0
-				call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 					runs++
 					return tt.first, nil
-				}, quiet, apigateway.WithVolatileHeaders("x-request-id"))
+				}, apigateway.WithVolatileHeaders("x-request-id"))
 
 				first := call(post("key-1", `{"amount":100}`))
 				second := call(post("key-1", `{"amount":100}`))
@@ -118,9 +113,9 @@ func TestReplayCookies(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 				return resp{status: http.StatusOK, cookies: []string{"a=1", "b=2; Secure"}, body: "ok"}, nil
-			}, quiet, apigateway.WithReplayCookies())
+			}, apigateway.WithReplayCookies())
 			first := call(post("k", "{}"))
 			second := call(post("k", "{}"))
 			assert.True(t, replayed(second))
@@ -161,10 +156,10 @@ func TestStoredStatuses(t *testing.T) {
 			t.Run(f.name+"/"+http.StatusText(tt.status), func(t *testing.T) {
 				t.Parallel()
 				runs := 0
-				call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 					runs++
 					return resp{status: tt.status, headers: map[string]string{"X-Run": strings.Repeat("x", runs)}, body: "answer"}, nil
-				}, quiet)
+				})
 				first := call(post("k", `{"a":1}`))
 				second := call(post("k", `{"a":1}`))
 				assert.Equal(t, tt.status, first.status)
@@ -202,7 +197,7 @@ func TestMethods(t *testing.T) {
 				t.Parallel()
 				for _, m := range tt.idempotent {
 					var c counter
-					call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, append(tt.opts, quiet)...)
+					call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle, tt.opts...)
 					r := post("k", "{}")
 					r.method = m
 					call(r)
@@ -212,7 +207,7 @@ func TestMethods(t *testing.T) {
 				}
 				for _, m := range tt.through {
 					var c counter
-					call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, append(tt.opts, quiet)...)
+					call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle, tt.opts...)
 					r := post("k", "{}")
 					r.method = m
 					assert.Equal(t, http.StatusOK, call(r).status, m)
@@ -223,12 +218,14 @@ func TestMethods(t *testing.T) {
 			})
 		}
 	}
-	assert.Panics(t, func() { apigateway.WrapV2(idempotent.NewMemoryStore(), nil) })
+	assert.Panics(t, func() { apigateway.WrapV2(newEngine(idempotent.NewMemoryStore()), nil) })
 	assert.Panics(t, func() {
-		apigateway.WrapV1(idempotent.NewMemoryStore(), nil)
+		apigateway.WrapV1(newEngine(idempotent.NewMemoryStore()), nil)
 	})
+	assert.PanicsWithValue(t, "apigateway: WrapV1: nil Engine", func() { wrapV1(t, nil, (&counter{}).handle) })
+	assert.PanicsWithValue(t, "apigateway: WrapV2: nil Engine", func() { wrapV2(t, nil, (&counter{}).handle) })
 	assert.PanicsWithValue(t, "apigateway: WithMethods: no methods", func() {
-		wrapV2(t, idempotent.NewMemoryStore(), (&counter{}).handle, apigateway.WithMethods())
+		wrapV2(t, newEngine(idempotent.NewMemoryStore()), (&counter{}).handle, apigateway.WithMethods())
 	})
 }
 
@@ -238,7 +235,7 @@ func TestMissingKey(t *testing.T) {
 		t.Run(f.name+"/required", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet)
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle)
 			for _, r := range []req{
 				{body: "{}"},
 				{headers: map[string]string{"Content-Type": "application/json"}, body: "{}"},
@@ -251,7 +248,7 @@ func TestMissingKey(t *testing.T) {
 		t.Run(f.name+"/optional", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet, apigateway.WithOptionalKey())
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithOptionalKey()), c.handle)
 			r := req{headers: map[string]string{"Content-Type": "application/json"}, body: "{}"}
 			assert.Equal(t, http.StatusOK, call(r).status)
 			second := call(r)
@@ -295,7 +292,7 @@ func TestInvalidKey(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				var c counter
-				call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet)
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle)
 				detail := requireProblem(t, call(post(tt.key, "{}")), http.StatusBadRequest, apigateway.ProblemInvalidKey)
 				assert.Zero(t, c.count())
 				if len(tt.key) > 3 {
@@ -329,7 +326,7 @@ func TestKeyForms(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				var c counter
-				call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet)
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle)
 				assert.Equal(t, http.StatusOK, call(tt.first).status)
 				second := call(tt.then)
 				assert.Equal(t, http.StatusOK, second.status)
@@ -341,7 +338,7 @@ func TestKeyForms(t *testing.T) {
 	t.Run("distinct keys", func(t *testing.T) {
 		t.Parallel()
 		var c counter
-		call := wrapV2(t, idempotent.NewMemoryStore(), c.handle, quiet)
+		call := wrapV2(t, newEngine(idempotent.NewMemoryStore()), c.handle)
 		for _, k := range []string{"abc", `"abc "`, "abC", `"a,b"`} {
 			assert.False(t, replayed(call(post(k, "{}"))), k)
 		}
@@ -390,10 +387,10 @@ func TestFingerprint(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				runs := 0
-				call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 					runs++
 					return resp{status: http.StatusCreated, body: "first-response-secret"}, nil
-				}, quiet)
+				})
 				require.Equal(t, http.StatusCreated, call(tt.first).status)
 				second := call(tt.then)
 				assert.Equal(t, 1, runs)
@@ -429,7 +426,7 @@ func TestInvalidJSON(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				var c counter
-				call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet)
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle)
 				out := call(req{headers: map[string]string{"Idempotency-Key": "k", "Content-Type": tt.contentType}, body: tt.body})
 				if tt.status == http.StatusOK {
 					assert.Equal(t, http.StatusOK, out.status)
@@ -461,11 +458,11 @@ func TestInProgress(t *testing.T) {
 				t.Parallel()
 				started, release := make(chan struct{}), make(chan struct{})
 				var c counter
-				call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, r req) (resp, error) {
+				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(ctx context.Context, r req) (resp, error) {
 					close(started)
 					<-release
 					return c.handle(ctx, r)
-				}, append(tt.opts, quiet)...)
+				}, tt.opts...)
 
 				done := make(chan resp)
 				go func() { done <- call(post("k", `{"a":1}`)) }()
@@ -511,18 +508,19 @@ func TestHandlerFailure(t *testing.T) {
 				fail := true
 				var logs testlog.Buffer
 				var failure error
-				call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, r req) (resp, error) {
+				e := newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs)),
+					idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+						if ev.Outcome == idempotent.OutcomeHandlerError {
+							failure = ev.Err
+						}
+					}))
+				call := f.wrap(t, e, func(ctx context.Context, r req) (resp, error) {
 					if fail {
 						fail = false
 						return tt.fail()
 					}
 					return c.handle(ctx, r)
-				}, apigateway.WithLogger(testlog.Logger(&logs)), apigateway.WithIdempotentOptions(
-					idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
-						if ev.Outcome == idempotent.OutcomeHandlerError {
-							failure = ev.Err
-						}
-					})))
+				})
 
 				first := call(post("k", "{}"))
 				requireProblem(t, first, http.StatusInternalServerError, apigateway.ProblemInternal)
@@ -552,12 +550,12 @@ func TestPassThroughFailure(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(_ context.Context, r req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(_ context.Context, r req) (resp, error) {
 				if r.path == "/panic" {
 					panic("boom")
 				}
 				return resp{}, errors.New("secret detail")
-			}, quiet)
+			})
 			requireProblem(t, call(req{method: http.MethodGet, path: "/panic"}), http.StatusInternalServerError, apigateway.ProblemInternal)
 			out := call(req{method: http.MethodGet})
 			requireProblem(t, out, http.StatusInternalServerError, apigateway.ProblemInternal)
@@ -575,7 +573,7 @@ func TestStoreFailure(t *testing.T) {
 			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				return storage.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
 			}}
-			call := f.wrap(t, store, c.handle, quiet, apigateway.WithRetryAfter(5*time.Second))
+			call := f.wrap(t, newEngine(store), c.handle, apigateway.WithRetryAfter(5*time.Second))
 			out := call(post("k", "{}"))
 			detail := requireProblem(t, out, http.StatusServiceUnavailable, apigateway.ProblemStoreUnavailable)
 			assert.Equal(t, "5", out.headers["Retry-After"])
@@ -588,7 +586,7 @@ func TestStoreFailure(t *testing.T) {
 			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				panic("nil map in a store")
 			}}
-			call := f.wrap(t, store, c.handle, quiet)
+			call := f.wrap(t, newEngine(store), c.handle)
 			requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, apigateway.ProblemInternal)
 			assert.Zero(t, c.count())
 		})
@@ -598,7 +596,7 @@ func TestStoreFailure(t *testing.T) {
 			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				panic("nil map in a store")
 			}}
-			call := f.wrap(t, store, c.handle, quiet)
+			call := f.wrap(t, newEngine(store), c.handle)
 			out := call(post("k", "{}"))
 			assert.Equal(t, http.StatusOK, out.status, "the handler ran: its client gets its response")
 			assert.Equal(t, 1, c.count())
@@ -609,7 +607,7 @@ func TestStoreFailure(t *testing.T) {
 			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				return errors.New("unavailable")
 			}}
-			call := f.wrap(t, store, c.handle, quiet)
+			call := f.wrap(t, newEngine(store), c.handle)
 			out := call(post("k", "{}"))
 			assert.Equal(t, http.StatusOK, out.status, "the handler ran: its client gets its response")
 			assert.Equal(t, `{"path":"/payments","run":1}`, out.body)
@@ -627,10 +625,10 @@ func TestResponseNotStored(t *testing.T) {
 			t.Parallel()
 			runs := 0
 			store := &idempotent.MemoryStore{MaxItemBytes: 4 << 10}
-			call := f.wrap(t, store, func(context.Context, req) (resp, error) {
+			call := f.wrap(t, newEngine(store), func(context.Context, req) (resp, error) {
 				runs++
 				return resp{status: http.StatusOK, body: big}, nil
-			}, quiet)
+			})
 			first := call(post("k", "{}"))
 			assert.Equal(t, http.StatusOK, first.status)
 			assert.Equal(t, big, first.body, "the first client always gets its response")
@@ -666,7 +664,7 @@ func TestCorruptRecord(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				var c counter
-				call := f.wrap(t, &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: tt.claim}, c.handle, quiet)
+				call := f.wrap(t, newEngine(&fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: tt.claim}), c.handle)
 				requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, apigateway.ProblemCorruptRecord)
 				assert.Zero(t, c.count())
 			})
@@ -680,10 +678,10 @@ func TestCallerScope(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			runs := 0
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 				runs++
 				return resp{status: http.StatusCreated, body: "response " + strings.Repeat("#", runs)}, nil
-			}, quiet)
+			})
 			as := func(sub string) req { r := post("shared-key", `{"amount":1}`); r.sub = sub; return r }
 
 			alice := call(as("alice"))
@@ -715,7 +713,7 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 			t.Parallel()
 			var logs testlog.Buffer
 			fail := true
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(_ context.Context, r req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))), func(_ context.Context, r req) (resp, error) {
 				if strings.Contains(r.body, "fail") && fail {
 					fail = false
 					return resp{}, errors.New("downstream refused")
@@ -724,7 +722,7 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 					panic("downstream exploded")
 				}
 				return resp{status: http.StatusOK, body: `{"echo":"` + marker + `"}`}, nil
-			}, apigateway.WithLogger(testlog.Logger(&logs)))
+			})
 
 			body := `{"note":"` + marker + `"}`
 			call(post(key, body))                                       // executed
@@ -746,17 +744,19 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 	}
 }
 
-func TestIdempotentOptions(t *testing.T) {
+// The core's settings are the Engine's, given once to idempotent.New; the
+// adapter applies them.
+func TestEngineSettings(t *testing.T) {
 	t.Parallel()
 	for _, f := range flavors {
 		t.Run(f.name+"/outcome hook and local cache", func(t *testing.T) {
 			t.Parallel()
 			var events []idempotent.Event
 			var c counter
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, quiet, apigateway.WithIdempotentOptions(
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(),
 				idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) { events = append(events, e) }),
 				idempotent.WithLocalCache(10),
-			))
+			), c.handle)
 			call(post("k", "{}"))
 			assert.True(t, replayed(call(post("k", "{}"))))
 			requireProblem(t, call(post("k", `{"a":1}`)), http.StatusUnprocessableEntity, apigateway.ProblemPayloadMismatch)
@@ -770,61 +770,38 @@ func TestIdempotentOptions(t *testing.T) {
 			t.Parallel()
 			store := idempotent.NewMemoryStore()
 			var a, b counter
-			callA := f.wrap(t, store, a.handle, quiet, apigateway.WithIdempotentOptions(idempotent.WithPrefix("payments")))
-			callB := f.wrap(t, store, b.handle, quiet, apigateway.WithIdempotentOptions(idempotent.WithPrefix("refunds")))
+			callA := f.wrap(t, newEngine(store, idempotent.WithPrefix("payments")), a.handle)
+			callB := f.wrap(t, newEngine(store, idempotent.WithPrefix("refunds")), b.handle)
 			callA(post("k", "{}"))
 			assert.False(t, replayed(callB(post("k", "{}"))), "prefixes separate functions sharing a table")
 			assert.True(t, replayed(callA(post("k", "{}"))))
 		})
-		t.Run(f.name+"/adapter owns the key, scope, payload and replay", func(t *testing.T) {
+		t.Run(f.name+"/one logger", func(t *testing.T) {
 			t.Parallel()
-			// Options only a typed front door can use panic when wrapping,
-			// naming the option, rather than being silently overridden.
-			for name, opt := range map[string]idempotent.Option{
-				"WithKey":               idempotent.WithKey(func(any) (string, error) { return "", nil }),
-				"WithScope":             idempotent.WithScope(func(context.Context, any) (string, error) { return "", nil }),
-				"WithPayloadValidation": idempotent.WithPayloadValidation(func(any) (any, error) { return nil, nil }),
-				"WithReplayHook":        idempotent.WithReplayHook(func(_ context.Context, out any, _ idempotent.Replay) any { return out }),
-			} {
-				msg := func() (msg string) {
-					defer func() { msg = fmt.Sprint(recover()) }()
-					f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle, quiet, apigateway.WithIdempotentOptions(opt))
-					return "no panic"
-				}()
-				assert.Contains(t, msg, name)
-			}
-		})
-		t.Run(f.name+"/logger precedence", func(t *testing.T) {
-			t.Parallel()
-			// An explicit apigateway.WithLogger wins over an idempotent.WithLogger
-			// given through WithIdempotentOptions, in either order.
-			for _, explicitFirst := range []bool{true, false} {
-				var core, explicit testlog.Buffer
-				opts := []apigateway.Option{apigateway.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&core)))}
-				if explicitFirst {
-					opts = append([]apigateway.Option{apigateway.WithLogger(testlog.Logger(&explicit))}, opts...)
-				} else {
-					opts = append(opts, apigateway.WithLogger(testlog.Logger(&explicit)))
-				}
-				call := f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle, opts...)
-				call(post("k", "{}"))
-				assert.Contains(t, explicit.String(), "idempotent: executed")
-				assert.Empty(t, core.String())
-			}
-			// Without an explicit one, the core's logger is the one given.
-			var core testlog.Buffer
-			call := f.wrap(t, idempotent.NewMemoryStore(), (&counter{}).handle,
-				apigateway.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&core))))
+			// The Engine's logger is the only one: the core's lines and the
+			// adapter's own (a handler failure) both go to it.
+			var logs testlog.Buffer
+			fail := true
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))),
+				func(ctx context.Context, r req) (resp, error) {
+					if fail {
+						fail = false
+						return resp{}, errors.New("downstream refused")
+					}
+					return (&counter{}).handle(ctx, r)
+				})
 			call(post("k", "{}"))
-			assert.Contains(t, core.String(), "idempotent: executed")
+			call(post("k", "{}"))
+			assert.Contains(t, logs.String(), "apigateway: handler failed")
+			assert.Contains(t, logs.String(), "idempotent: executed")
 		})
 		t.Run(f.name+"/downstream key", func(t *testing.T) {
 			t.Parallel()
 			var keys []string
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, _ req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(ctx context.Context, _ req) (resp, error) {
 				keys = append(keys, idempotent.DownstreamKey(ctx))
 				return resp{status: http.StatusInternalServerError}, nil
-			}, quiet)
+			})
 			call(post("k", "{}"))
 			call(post("k", "{}"))
 			require.Len(t, keys, 2)
@@ -847,7 +824,7 @@ func TestAuthorizerCaller(t *testing.T) {
 			t.Parallel()
 			var c counter
 			var logs testlog.Buffer
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle, apigateway.WithLogger(testlog.Logger(&logs)))
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))), c.handle)
 			assert.False(t, replayed(call(as(alice))))
 			assert.True(t, replayed(call(as(bob))), "one shared scope: the documented default the warning is about")
 			assert.Equal(t, 1, strings.Count(logs.String(), "apigateway.WithAuthorizerCaller"), "warned once: %s", logs.String())
@@ -856,8 +833,8 @@ func TestAuthorizerCaller(t *testing.T) {
 			t.Parallel()
 			var c counter
 			var logs testlog.Buffer
-			call := f.wrap(t, idempotent.NewMemoryStore(), c.handle,
-				apigateway.WithLogger(testlog.Logger(&logs)), apigateway.WithAuthorizerCaller("userId"))
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))), c.handle,
+				apigateway.WithAuthorizerCaller("userId"))
 			first := call(as(alice))
 			assert.False(t, replayed(first))
 			assert.False(t, replayed(call(as(bob))), "bob never sees alice's response")
@@ -897,12 +874,12 @@ func TestAuthorizerCaller(t *testing.T) {
 	// HTTP API: a Lambda authorizer that passed no context at all is refused
 	// too, not put in the shared anonymous scope.
 	var c counter
-	call := wrapV2(t, idempotent.NewMemoryStore(), c.handle, quiet, apigateway.WithAuthorizerCaller("userId"))
+	call := wrapV2(t, newEngine(idempotent.NewMemoryStore()), c.handle, apigateway.WithAuthorizerCaller("userId"))
 	requireProblem(t, call(as(map[string]any{})), http.StatusInternalServerError, apigateway.ProblemInternal)
 	assert.Zero(t, c.count())
 
 	assert.PanicsWithValue(t, "apigateway: WithAuthorizerCaller: empty field name", func() {
-		apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		apigateway.WrapV2(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, nil
 		}, apigateway.WithAuthorizerCaller(""))
 	})
@@ -917,10 +894,10 @@ func TestReplayOfInvalidUTF8(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			runs := 0
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(context.Context, req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 				runs++
 				return resp{status: http.StatusOK, headers: map[string]string{"X-Name": "caf\xe9"}, body: "caf\xe9 \xff\xfe ok"}, nil
-			}, quiet)
+			})
 			first := call(post("key-1", `{"amount":100}`))
 			second := call(post("key-1", `{"amount":100}`))
 			require.Equal(t, 1, runs)

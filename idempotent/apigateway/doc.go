@@ -13,14 +13,15 @@
 // middleware, package nethttp, which answers every case alike:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	lambda.Start(apigateway.WrapV2(store, createPayment,
-//		apigateway.WithIdempotentOptions(idempotent.WithExpiry(24*time.Hour))))
+//	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
+//	lambda.Start(apigateway.WrapV2(engine, createPayment))
 //
 // # Requests
 //
 // Requests whose method is POST or PATCH (see WithMethods) must carry an
-// Idempotency-Key header (see WithOptionalKey); other methods go straight to
-// the handler. Header names are matched case-insensitively. The key is either
+// Idempotency-Key header (unless the Engine was made with
+// idempotent.WithOptionalKey: a request without the header then runs without
+// idempotency); other methods go straight to the handler. Header names are matched case-insensitively. The key is either
 // the draft's RFC 8941 string ("8e03978e-40d5", with \" and \\ escaped) or a
 // bare token (8e03978e-40d5), the same key either way: at most MaxKeyLength
 // bytes of printable ASCII (a bare key: visible ASCII without commas). An
@@ -116,24 +117,25 @@
 //
 // The core logs each outcome with the hashed record id, never the raw key or
 // body; the adapter adds an error-level line, with the stack of a panic, when
-// a handler fails. Pass idempotent.WithOutcomeHook through
-// WithIdempotentOptions for metrics; a response not stored because of its
-// status is reported as idempotent.OutcomeHandlerError, as it releases the
-// record the same way. Requests the adapter refuses with 400 (a malformed
-// key, an invalid JSON body, an event without a method) are reported as
-// idempotent.OutcomeRejected, with idempotent.ErrInvalidKey or
+// a handler fails. Both go to the Engine's logger (idempotent.WithLogger).
+// Give the Engine idempotent.WithOutcomeHook for metrics; a response not
+// stored because of its status is reported as idempotent.OutcomeHandlerError,
+// as it releases the record the same way. Requests the adapter refuses with
+// 400 (a malformed key, an invalid JSON body, an event without a method) are
+// reported as idempotent.OutcomeRejected, with idempotent.ErrInvalidKey or
 // idempotent.ErrInvalidPayload; a stored response of a status the adapter
 // never stores is idempotent.ErrCorruptRecord, also OutcomeRejected.
 //
 // # Options
 //
-// The core's options are given with WithIdempotentOptions. Where the adapter
-// has an option of its own for the same thing (WithLogger, WithOptionalKey),
-// the adapter's defaults come first, then WithIdempotentOptions, then the
-// adapter's explicit options, so apigateway.WithLogger wins over an
-// idempotent.WithLogger, whatever their order. The adapter derives the key,
-// scope and payload itself: idempotent.WithKey, WithScope,
-// WithPayloadValidation and WithReplayHook make WrapV1 and WrapV2 panic.
+// The core is configured once, by the options given to idempotent.New
+// (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
+// keys), and every front door given that Engine shares them. This package's
+// options are its own: the methods that need a key, Retry-After, the headers
+// and cookies stored, the authorizer field that names the caller. The
+// adapter derives the key, scope and payload from each request itself, and
+// stores its own response form as JSON: idempotent.WithCodec does not apply
+// to it.
 //
 // # Timeouts
 //

@@ -13,7 +13,6 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // engine is the implementation WrapV1 and WrapV2 share, over the neutral
@@ -29,12 +28,12 @@ type engine struct {
 	sharedScopeWarning sync.Once // see callerScope
 }
 
-func newEngine(store storage.Store, opts []Option) *engine {
+func newEngine(core *idempotent.Engine, opts []Option) *engine {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &engine{Rules: httprules.New("apigateway", store, o.Config), callerField: o.callerField}
+	return &engine{Rules: httprules.New("apigateway", core, o.Config), callerField: o.callerField}
 }
 
 // serve answers one request. It never panics and never fails: every outcome
@@ -78,8 +77,8 @@ func (e *engine) serve(ctx context.Context, req request, handler func(context.Co
 		if err != nil {
 			return e.refuse(ctx, call, err)
 		}
-		// An empty key is the core's to answer: ErrMissingKey, or a run
-		// without idempotency under WithOptionalKey.
+		// No header is an empty key, the core's to answer: ErrMissingKey, or
+		// a run without idempotency under idempotent.WithOptionalKey.
 		if key != "" {
 			call.Key, call.Scope = key, req.scope
 			fp, err := fingerprint(&req)

@@ -39,10 +39,10 @@ func TestHeadersV1(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			runs := 0
-			h := apigateway.WrapV1(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+			h := apigateway.WrapV1(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 				runs++
 				return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
-			}, quiet)
+			})
 			ev := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/p", Headers: tt.single, MultiValueHeaders: tt.multi}
 			out, err := h(context.Background(), ev)
 			require.NoError(t, err)
@@ -77,9 +77,9 @@ func TestHeadersV2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			h := apigateway.WrapV2(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
-			}, quiet)
+			})
 			ev := events.APIGatewayV2HTTPRequest{RawPath: "/p", Headers: map[string]string{"idempotency-key": tt.value}}
 			ev.RequestContext.HTTP.Method = "POST"
 			out, err := h(context.Background(), ev)
@@ -114,10 +114,10 @@ func TestEventsFromJSON(t *testing.T) {
 	t.Run("v1", func(t *testing.T) {
 		t.Parallel()
 		runs := 0
-		h := apigateway.WrapV1(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		h := apigateway.WrapV1(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 			runs++
 			return events.APIGatewayProxyResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"order":1}`}, nil
-		}, quiet)
+		})
 		call := func(raw string) events.APIGatewayProxyResponse {
 			var ev events.APIGatewayProxyRequest
 			require.NoError(t, json.Unmarshal([]byte(raw), &ev))
@@ -137,10 +137,10 @@ func TestEventsFromJSON(t *testing.T) {
 	t.Run("v2", func(t *testing.T) {
 		t.Parallel()
 		runs := 0
-		h := apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		h := apigateway.WrapV2(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			runs++
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"content-type": "application/json"}, Cookies: []string{"s=1"}, Body: `{"order":1}`}, nil
-		}, quiet)
+		})
 		call := func(raw string) events.APIGatewayV2HTTPResponse {
 			var ev events.APIGatewayV2HTTPRequest
 			require.NoError(t, json.Unmarshal([]byte(raw), &ev))
@@ -190,8 +190,11 @@ func TestEventWithoutMethod(t *testing.T) {
 		assert.ErrorIs(t, seen[0].Err, idempotent.ErrInvalidPayload)
 		assert.False(t, seen[0].HandlerRan)
 	}
-	hook := func(seen *[]idempotent.Event) apigateway.Option {
-		return apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { *seen = append(*seen, ev) }))
+	// An Engine that lets requests without a key through, so the refusal is
+	// the adapter's, and tells seen of every outcome.
+	engine := func(seen *[]idempotent.Event) *idempotent.Engine {
+		return newEngine(idempotent.NewMemoryStore(), idempotent.WithOptionalKey(),
+			idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) { *seen = append(*seen, ev) }))
 	}
 	for _, tt := range []struct{ name, raw string }{
 		{"a payload 2.0 event", v2JSON},
@@ -201,10 +204,10 @@ func TestEventWithoutMethod(t *testing.T) {
 		t.Run("v1/"+tt.name, func(t *testing.T) {
 			t.Parallel()
 			runs, seen := 0, []idempotent.Event(nil)
-			h := apigateway.WrapV1(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+			h := apigateway.WrapV1(engine(&seen), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 				runs++
 				return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
-			}, quiet, apigateway.WithOptionalKey(), hook(&seen))
+			})
 			var ev events.APIGatewayProxyRequest
 			require.NoError(t, json.Unmarshal([]byte(tt.raw), &ev))
 			out, err := h(context.Background(), ev)
@@ -220,10 +223,10 @@ func TestEventWithoutMethod(t *testing.T) {
 		t.Run("v2/"+tt.name, func(t *testing.T) {
 			t.Parallel()
 			runs, seen := 0, []idempotent.Event(nil)
-			h := apigateway.WrapV2(idempotent.NewMemoryStore(), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			h := apigateway.WrapV2(engine(&seen), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				runs++
 				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
-			}, quiet, apigateway.WithOptionalKey(), hook(&seen))
+			})
 			var ev events.APIGatewayV2HTTPRequest
 			require.NoError(t, json.Unmarshal([]byte(tt.raw), &ev))
 			out, err := h(context.Background(), ev)

@@ -21,7 +21,7 @@ import (
 // key and body gets a response of their own.
 func ExampleWrapV2_callerScope() {
 	payments := 0
-	handler := apigateway.WrapV2(idempotent.NewMemoryStore(),
+	handler := apigateway.WrapV2(idempotent.New(idempotent.NewMemoryStore()),
 		func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			payments++
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: fmt.Sprintf(`{"payment":%d}`, payments)}, nil
@@ -61,13 +61,13 @@ func ExampleWrapV2_callerScope() {
 // the field is refused (500) rather than put in a shared scope.
 func ExampleWithAuthorizerCaller() {
 	payments := 0
-	handler := apigateway.WrapV2(idempotent.NewMemoryStore(),
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := apigateway.WrapV2(engine,
 		func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			payments++
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: fmt.Sprintf(`{"payment":%d}`, payments)}, nil
 		},
-		apigateway.WithAuthorizerCaller("userId"),
-		apigateway.WithLogger(slog.New(slog.DiscardHandler)))
+		apigateway.WithAuthorizerCaller("userId"))
 
 	request := func(authorizerContext map[string]any) events.APIGatewayV2HTTPRequest {
 		req := events.APIGatewayV2HTTPRequest{

@@ -35,6 +35,6 @@ func Example_lambdaStart() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-	lambda.Start(apigateway.WrapV2(store, createPayment,
-		apigateway.WithIdempotentOptions(idempotent.WithExpiry(24*time.Hour))))
+	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
+	lambda.Start(apigateway.WrapV2(engine, createPayment))
 }

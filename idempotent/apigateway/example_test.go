@@ -23,9 +23,10 @@ func ExampleWrapV2() {
 		}, nil
 	}
 
-	// In a Lambda function: lambda.Start(apigateway.WrapV2(store, createPayment)).
-	handler := apigateway.WrapV2(idempotent.NewMemoryStore(), createPayment,
-		apigateway.WithIdempotentOptions(idempotent.WithExpiry(24*time.Hour)))
+	// The core is configured once; in a Lambda function:
+	// lambda.Start(apigateway.WrapV2(engine, createPayment)).
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithExpiry(24*time.Hour))
+	handler := apigateway.WrapV2(engine, createPayment)
 
 	req := events.APIGatewayV2HTTPRequest{
 		RawPath: "/payments",
@@ -50,7 +51,7 @@ func ExampleWrapV2() {
 }
 
 func ExampleWrapV1() {
-	handler := apigateway.WrapV1(idempotent.NewMemoryStore(), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	handler := apigateway.WrapV1(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: http.StatusOK, Body: "done"}, nil
 	})
 
@@ -67,7 +68,7 @@ func ExampleWrapV1() {
 func ExampleWithMethods() {
 	// PUT and DELETE are idempotent by definition, but a PUT whose handler
 	// also charges a card is not: require a key for it too.
-	_ = apigateway.WrapV1(idempotent.NewMemoryStore(), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	_ = apigateway.WrapV1(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
 	}, apigateway.WithMethods(http.MethodPost, http.MethodPut, http.MethodPatch))
 }

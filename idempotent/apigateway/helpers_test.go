@@ -3,6 +3,7 @@ package apigateway_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -48,11 +49,17 @@ type resp struct {
 
 type handler func(ctx context.Context, r req) (resp, error)
 
+// newEngine is a test's Engine over store, configured by opts; its logs are
+// discarded unless opts give idempotent.WithLogger.
+func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+}
+
 // flavor wraps a neutral handler with WrapV1 or WrapV2 and returns a neutral
 // caller, which asserts that the wrapped function never returns an error.
 type flavor struct {
 	name string
-	wrap func(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp
+	wrap func(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp
 }
 
 var flavors = []flavor{
@@ -70,8 +77,8 @@ func (r req) withDefaults() req {
 	return r
 }
 
-func wrapV1(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp {
-	wrapped := apigateway.WrapV1(store, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+	wrapped := apigateway.WrapV1(e, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		out, err := h(ctx, req{method: ev.HTTPMethod, path: ev.Path, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		multi := maps.Clone(out.multi)
 		if len(out.cookies) > 0 {
@@ -114,8 +121,8 @@ func wrapV1(t testing.TB, store storage.Store, h handler, opts ...apigateway.Opt
 	}
 }
 
-func wrapV2(t testing.TB, store storage.Store, h handler, opts ...apigateway.Option) func(req) resp {
-	wrapped := apigateway.WrapV2(store, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func wrapV2(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+	wrapped := apigateway.WrapV2(e, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		out, err := h(ctx, req{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		return events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: out.multi, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}, err
 	}, opts...)

@@ -1,11 +1,9 @@
 package apigateway
 
 import (
-	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
@@ -13,7 +11,9 @@ import (
 // (store unavailable) answers unless WithRetryAfter says otherwise.
 const DefaultRetryAfter = httprules.DefaultRetryAfter
 
-// An Option configures WrapV1 and WrapV2.
+// An Option configures WrapV1 and WrapV2: the adapter's own settings. The
+// core's (prefix, expiry, logger, outcome hooks, optional keys, ...) are the
+// idempotent.Engine's, given once to idempotent.New.
 type Option func(*options)
 
 // options are the settings every HTTP front door shares (httprules.Config)
@@ -34,11 +34,6 @@ func defaultOptions() options {
 func WithMethods(methods ...string) Option {
 	return func(o *options) { o.SetMethods(methods) }
 }
-
-// WithOptionalKey lets requests without an Idempotency-Key header through to
-// the handler, without idempotency, instead of answering 400. A header that is
-// present but malformed (empty included) is still answered with 400.
-func WithOptionalKey() Option { return func(o *options) { o.OptionalKey = true } }
 
 // WithRetryAfter sets the Retry-After of 409 (in progress) and 503 (store
 // unavailable) answers, default DefaultRetryAfter. It is sent in whole
@@ -65,14 +60,6 @@ func WithVolatileHeaders(names ...string) Option {
 // not sit in the store nor be handed to whoever presents the same key again.
 func WithReplayCookies() Option { return func(o *options) { o.ReplayCookies = true } }
 
-// WithLogger sets the logger of the adapter and of the idempotent core
-// (default slog.Default()). It wins over an idempotent.WithLogger given
-// through WithIdempotentOptions, whatever the order of the options; that one
-// reaches the core's lines only, the adapter's own going to slog.Default().
-// The adapter logs handler errors and recovered panics at error level;
-// neither it nor the core logs raw keys or bodies.
-func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.Logger = logger } }
-
 // WithAuthorizerCaller names the field of a Lambda authorizer's context that
 // identifies the caller (a user or tenant id, say), for authorizers whose
 // principalId is missing or shared: an HTTP API authorizer with simple
@@ -91,23 +78,4 @@ func WithAuthorizerCaller(field string) Option {
 		}
 		o.callerField = field
 	}
-}
-
-// WithIdempotentOptions passes options on to the idempotent core, such as
-// idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,
-// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress.
-//
-// Where the adapter and the core have the same option, the adapter's
-// defaults come first, then these options, then the adapter's own explicit
-// options: apigateway.WithLogger wins over idempotent.WithLogger given here,
-// and apigateway.WithOptionalKey and idempotent.WithOptionalKey given here
-// both let requests without a key through.
-//
-// The adapter derives the key, the caller scope and the payload from each
-// request, and stores its own response type as JSON: options only a typed
-// front door can use (idempotent.WithKey, idempotent.WithScope,
-// idempotent.WithPayloadValidation and idempotent.WithReplayHook) make
-// WrapV1 and WrapV2 panic, and idempotent.WithCodec has no effect.
-func WithIdempotentOptions(opts ...idempotent.Option) Option {
-	return func(o *options) { o.Core = append(o.Core, opts...) }
 }

@@ -53,10 +53,9 @@ func TestRecordIDMatchesTheAdapter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			spy := &claimSpy{Store: idempotent.NewMemoryStore()}
-			opts := append([]apigateway.Option{apigateway.WithIdempotentOptions(idempotent.WithPrefix("payments"))}, tt.opts...)
-			h := apigateway.WrapV2(spy, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			h := apigateway.WrapV2(newEngine(spy, idempotent.WithPrefix("payments")), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
-			}, opts...)
+			}, tt.opts...)
 			ev := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"idempotency-key": tt.header}, RawPath: "/p"}
 			ev.RequestContext.HTTP.Method = "POST"
 			ev.RequestContext.Authorizer = tt.authz

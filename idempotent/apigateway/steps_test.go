@@ -18,7 +18,7 @@ func TestStepsResumeAfterAFailedResponse(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(f.name, func(t *testing.T) {
 			var charges, attempts atomic.Int32
-			call := f.wrap(t, idempotent.NewMemoryStore(), func(ctx context.Context, r req) (resp, error) {
+			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(ctx context.Context, r req) (resp, error) {
 				id, err := idempotent.Step(ctx, "charge", func(context.Context) (string, error) {
 					charges.Add(1)
 					return "ch_1", nil

@@ -6,24 +6,28 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // WrapV1 makes a REST API (Lambda proxy integration, payload format 1.0)
-// handler idempotent by its Idempotency-Key header, storing responses in
-// store. The result never returns an error: every failure is answered with an
+// handler idempotent by its Idempotency-Key header, through e: its store keeps
+// the responses, and its settings (prefix, expiry, logger, hooks, optional
+// keys) apply. The result never returns an error: every failure is answered with an
 // HTTP status and an application/problem+json body (see the package
 // documentation). It can be passed to lambda.Start.
 //
-// WrapV1 panics if store or handler is nil, or if the options are invalid.
-func WrapV1(store storage.Store, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	if handler == nil {
+// WrapV1 panics if e or handler is nil, or if the options are invalid.
+func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	switch {
+	case e == nil:
+		panic("apigateway: WrapV1: nil Engine")
+	case handler == nil:
 		panic("apigateway: WrapV1: nil handler")
 	}
-	e := newEngine(store, opts)
+	x := newEngine(e, opts)
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		out := e.serve(ctx, requestV1(&ev), func(ctx context.Context) (response, error) {
+		out := x.serve(ctx, requestV1(&ev), func(ctx context.Context) (response, error) {
 			r, err := handler(ctx, ev)
 			return response{
 				StatusCode:        r.StatusCode,

@@ -71,8 +71,8 @@ func BenchmarkMiddleware(b *testing.B) {
 		keys[i] = "8e03978e-40d5-43e8-bc93-" + strconv.Itoa(100000000000+i)
 	}
 	newMiddleware := func() http.Handler {
-		return nethttp.Middleware(idempotent.NewMemoryStore(),
-			nethttp.WithLogger(slog.New(slog.DiscardHandler)))(benchHandler)
+		return nethttp.Middleware(idempotent.New(idempotent.NewMemoryStore(),
+			idempotent.WithLogger(slog.New(slog.DiscardHandler))))(benchHandler)
 	}
 	// run serves b.N requests through h, the i-th with key(i).
 	run := func(b *testing.B, ctype string, h func(i int) http.Handler, key func(i int) string, want int) *benchWriter {

@@ -18,8 +18,9 @@ import (
 // events collects the core's outcome events, one per request.
 type events chan idempotent.Event
 
-func (ev events) option() nethttp.Option {
-	return nethttp.WithIdempotentOptions(idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) { ev <- e }))
+// option is the outcome hook that collects them.
+func (ev events) option() idempotent.Option {
+	return idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) { ev <- e })
 }
 
 // next waits for the next event.
@@ -128,7 +129,7 @@ func TestClientGone(t *testing.T) {
 				_, _ = w.Write([]byte("done"))
 			})
 			ev := make(events, 8)
-			base, client := serve(t, idempotent.NewMemoryStore(), h, ev.option())
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore(), ev.option()), h)
 			r := req{key: "gone-1", body: `{"amount":1500}`}
 
 			hangUp(t, client, base, r, 300*time.Millisecond)
@@ -181,7 +182,7 @@ func TestClientGoneResumesSteps(t *testing.T) {
 		_, _ = w.Write([]byte(id))
 	})
 	ev := make(events, 8)
-	base, client := serve(t, idempotent.NewMemoryStore(), h, ev.option())
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore(), ev.option()), h)
 	r := req{key: "pay-gone", body: `{"amount":1500}`}
 
 	hangUp(t, client, base, r, 300*time.Millisecond)
@@ -217,8 +218,7 @@ func TestLeaseDeadlineWithoutResponse(t *testing.T) {
 		_, _ = w.Write([]byte("done"))
 	})
 	ev := make(events, 8)
-	base, client := serve(t, idempotent.NewMemoryStore(), h, ev.option(),
-		nethttp.WithIdempotentOptions(idempotent.WithMaxLease(time.Second)))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore(), ev.option(), idempotent.WithMaxLease(time.Second)), h)
 	r := req{key: "slow-1", body: `{"amount":1}`}
 
 	first := send(t, client, base, r)
@@ -255,7 +255,7 @@ func TestNoWriteLiveContext(t *testing.T) {
 			var runs atomic.Int32
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1); tc.handler(w, r) })
 			ev := make(events, 8)
-			base, client := serve(t, idempotent.NewMemoryStore(), h, ev.option())
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore(), ev.option()), h)
 			first := send(t, client, base, req{key: "k"})
 			assert.Equal(t, http.StatusOK, first.status)
 			assert.Equal(t, idempotent.OutcomeExecuted, ev.next(t).Outcome)

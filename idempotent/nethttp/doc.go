@@ -11,7 +11,7 @@
 // [idempotent.Engine], one Do call per request:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	idem := nethttp.Middleware(store, nethttp.WithScope(callerOf))
+//	idem := nethttp.Middleware(idempotent.New(store), nethttp.WithScope(callerOf))
 //	mux.Handle("POST /payments", idem(http.HandlerFunc(createPayment)))
 //
 // The repository's guide to HTTP servers, docs/http-servers.md
@@ -92,7 +92,7 @@
 // (logged at error level with the stack), so a retry runs it again; a panic
 // with http.ErrAbortHandler, or any panic after the response began to pass
 // through, aborts the response as net/http does. Requests without
-// idempotency (another method, no key under WithOptionalKey,
+// idempotency (another method, no key under idempotent.WithOptionalKey,
 // IDEMKIT_DISABLED) run the handler on the real writer, as if the
 // middleware were not there.
 //
@@ -107,13 +107,15 @@
 //
 // # Options
 //
-// The core's options are given with WithIdempotentOptions, under the one
-// precedence rule for front-door and core options stated in the [idempotent]
-// package documentation (its paragraph on options): nethttp.WithLogger and
-// nethttp.WithOptionalKey win over the core's, whatever the order.
-// The middleware derives the key, scope and payload itself:
-// idempotent.WithKey, WithScope, WithPayloadValidation and WithReplayHook
-// make Middleware panic.
+// The core is configured once, by the options given to idempotent.New
+// (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
+// keys), and every front door given that Engine shares them; the
+// middleware's own lines (a handler panic, a WithScope error) go to the
+// Engine's logger too. This package's options are its own: the methods that
+// need a key, Retry-After, the headers and cookies stored, the body limit
+// and the caller's scope. The middleware derives the key, scope and payload
+// from each request itself, and stores its own response form as JSON:
+// idempotent.WithCodec does not apply to it.
 //
 // # Guarantees
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
@@ -41,7 +42,7 @@ func Example_lambdaurl() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-	idem := nethttp.Middleware(store, nethttp.WithScope(functionURLCaller))
+	idem := nethttp.Middleware(idempotent.New(store), nethttp.WithScope(functionURLCaller))
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /payments", idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -24,7 +24,7 @@ func ExampleMiddleware() {
 		fmt.Fprintf(w, `{"payment":%d,"order":%q}`, charges, r.PathValue("order"))
 	}
 
-	idem := nethttp.Middleware(idempotent.NewMemoryStore())
+	idem := nethttp.Middleware(idempotent.New(idempotent.NewMemoryStore()))
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{order}/payments", idem(http.HandlerFunc(createPayment)))
 	srv := httptest.NewServer(mux)
@@ -61,7 +61,7 @@ func ExampleMiddleware() {
 // this one, put in the request's context.
 func ExampleWithScope() {
 	type userKey struct{}
-	idem := nethttp.Middleware(idempotent.NewMemoryStore(), nethttp.WithScope(func(r *http.Request) (string, error) {
+	idem := nethttp.Middleware(idempotent.New(idempotent.NewMemoryStore()), nethttp.WithScope(func(r *http.Request) (string, error) {
 		user, ok := r.Context().Value(userKey{}).(string)
 		if !ok {
 			return "", errors.New("no authenticated user")

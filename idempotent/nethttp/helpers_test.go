@@ -21,12 +21,17 @@ import (
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
+// newEngine is a test's Engine over store, configured by opts; its logs are
+// discarded unless opts give idempotent.WithLogger.
+func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, opts...)...)
+}
+
 // serve starts a real HTTP server on 127.0.0.1 with h behind the middleware
-// (on every path) and returns its base URL and client.
-func serve(t testing.TB, store storage.Store, h http.Handler, opts ...nethttp.Option) (string, *http.Client) {
+// over e (on every path) and returns its base URL and client.
+func serve(t testing.TB, e *idempotent.Engine, h http.Handler, opts ...nethttp.Option) (string, *http.Client) {
 	t.Helper()
-	opts = append([]nethttp.Option{nethttp.WithLogger(testlog.Logger(io.Discard))}, opts...)
-	srv := newServer(t, nethttp.Middleware(store, opts...)(h))
+	srv := newServer(t, nethttp.Middleware(e, opts...)(h))
 	return srv.URL, srv.Client()
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
-	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // TestStores runs the client's view of the middleware over a real
@@ -47,7 +46,7 @@ func TestStores(t *testing.T) {
 			var runs, hangups atomic.Int32
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			mux := http.NewServeMux()
-			idem := nethttp.Middleware(store, nethttp.WithLogger(testlog.Logger(io.Discard)))
+			idem := nethttp.Middleware(newEngine(store))
 			mux.Handle("POST /payments", idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs.Add(1)
 				if r.URL.Query().Get("slow") != "" {

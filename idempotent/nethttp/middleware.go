@@ -18,27 +18,31 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Middleware returns middleware that makes handlers idempotent by the
-// Idempotency-Key header of their requests, storing responses in store: the
-// first request with a key runs the handler, and a retry with the same key
-// gets the first response again (see the package documentation). The result
-// has the standard shape, so it plugs into http.ServeMux and any router.
+// Idempotency-Key header of their requests, through e: the first request
+// with a key runs the handler, and a retry with the same key gets the first
+// response again (see the package documentation); e's store keeps the
+// responses, and its settings (prefix, expiry, logger, hooks, optional keys)
+// apply. The result has the standard shape, so it plugs into http.ServeMux
+// and any router.
 //
-// Handlers wrapped by one Middleware value share one idempotent.Engine, so
-// concurrent duplicates in this process share one claim; a key reused on
-// another route is a different request (422).
+// Handlers wrapped by one Middleware value share e, so concurrent duplicates
+// in this process share one claim; a key reused on another route is a
+// different request (422).
 //
-// Middleware panics if store is nil or an option is invalid; the function it
+// Middleware panics if e is nil or an option is invalid; the function it
 // returns panics on a nil handler.
-func Middleware(store storage.Store, opts ...Option) func(http.Handler) http.Handler {
+func Middleware(e *idempotent.Engine, opts ...Option) func(http.Handler) http.Handler {
+	if e == nil {
+		panic("nethttp: Middleware: nil Engine")
+	}
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m := &middleware{Rules: httprules.New("nethttp", store, o.Config), maxBody: o.maxBody, scope: o.scope}
+	m := &middleware{Rules: httprules.New("nethttp", e, o.Config), maxBody: o.maxBody, scope: o.scope}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware: nil handler")
@@ -75,8 +79,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.refuse(w, r, call, err)
 			return
 		}
-		// An empty key is the core's to answer: ErrMissingKey, or a run
-		// without idempotency under WithOptionalKey.
+		// No header is an empty key, the core's to answer: ErrMissingKey, or
+		// a run without idempotency under idempotent.WithOptionalKey.
 		if key != "" {
 			if m.scope != nil {
 				if call.Scope, err = m.scope(r); err != nil {

@@ -39,7 +39,7 @@ func TestNewKeyThenReplay(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = fmt.Fprintf(w, `{"run":%d}`, n)
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithVolatileHeaders("x-volatile"))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h, nethttp.WithVolatileHeaders("x-volatile"))
 	r := req{key: "k-1", body: `{"amount":1}`}
 
 	first := send(t, client, base, r)
@@ -68,7 +68,7 @@ func TestReplayCookies(t *testing.T) {
 		http.SetCookie(w, &http.Cookie{Name: "a", Value: "1"})
 		http.SetCookie(w, &http.Cookie{Name: "b", Value: "2"})
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithReplayCookies())
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h, nethttp.WithReplayCookies())
 	send(t, client, base, req{key: "k"})
 	again := send(t, client, base, req{key: "k"})
 	assert.True(t, again.replayed())
@@ -106,7 +106,7 @@ func TestRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := &counter{}
-			base, client := serve(t, idempotent.NewMemoryStore(), c)
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore()), c)
 			require.Equal(t, http.StatusCreated, send(t, client, base, first).status)
 			g := send(t, client, base, tt.second)
 			if tt.problem != "" {
@@ -125,6 +125,7 @@ func TestMethods(t *testing.T) {
 	tests := []struct {
 		name   string
 		opts   []nethttp.Option
+		core   []idempotent.Option
 		method string
 		key    string
 		want   int // status; the handler answers 201
@@ -134,14 +135,14 @@ func TestMethods(t *testing.T) {
 		{name: "PATCH needs a key", method: http.MethodPatch, want: http.StatusBadRequest},
 		{name: "WithMethods PUT", opts: []nethttp.Option{nethttp.WithMethods("put")}, method: http.MethodPut, want: http.StatusBadRequest},
 		{name: "WithMethods replaces POST", opts: []nethttp.Option{nethttp.WithMethods("PUT")}, method: http.MethodPost, want: http.StatusCreated},
-		{name: "WithOptionalKey without key", opts: []nethttp.Option{nethttp.WithOptionalKey()}, method: http.MethodPost, want: http.StatusCreated},
-		{name: "WithOptionalKey with malformed key", opts: []nethttp.Option{nethttp.WithOptionalKey()}, method: http.MethodPost, key: "a b", want: http.StatusBadRequest},
+		{name: "WithOptionalKey without key", core: []idempotent.Option{idempotent.WithOptionalKey()}, method: http.MethodPost, want: http.StatusCreated},
+		{name: "WithOptionalKey with malformed key", core: []idempotent.Option{idempotent.WithOptionalKey()}, method: http.MethodPost, key: "a b", want: http.StatusBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := &counter{}
-			base, client := serve(t, idempotent.NewMemoryStore(), c, tt.opts...)
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore(), tt.core...), c, tt.opts...)
 			for range 2 {
 				g := send(t, client, base, req{method: tt.method, key: tt.key, body: `{}`})
 				require.Equal(t, tt.want, g.status, g.body)
@@ -164,7 +165,7 @@ func TestConcurrentDuplicate(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "done")
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithRetryAfter(1500*time.Millisecond))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h, nethttp.WithRetryAfter(1500*time.Millisecond))
 	r := req{key: "k", body: `{}`}
 
 	firstDone := make(chan got)
@@ -214,7 +215,7 @@ func TestStatusesNotStored(t *testing.T) {
 				w.WriteHeader(tt.status)
 				_, _ = fmt.Fprintf(w, "run %d", runs.Add(1))
 			})
-			base, client := serve(t, idempotent.NewMemoryStore(), h)
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 			first := send(t, client, base, req{key: "k"})
 			require.Equal(t, tt.status, first.status)
 			second := send(t, client, base, req{key: "k"})
@@ -243,7 +244,7 @@ func TestPanic(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	var logs testlog.Buffer
-	base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithLogger(testlog.Logger(&logs)))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))), h)
 	first := send(t, client, base, req{key: "k"})
 	requireProblem(t, first, http.StatusInternalServerError, nethttp.ProblemInternal)
 	assert.Empty(t, first.header.Get("X-Partial"), "the problem carries none of the failed handler's headers")
@@ -270,7 +271,7 @@ func TestAbortHandler(t *testing.T) {
 				}
 				panic(http.ErrAbortHandler)
 			})
-			base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithLogger(testlog.Logger(io.Discard)))
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 			hr, err := http.NewRequest(http.MethodPost, base+"/p", nil)
 			require.NoError(t, err)
 			hr.Header.Set("Idempotency-Key", "k")
@@ -313,7 +314,7 @@ func TestResponseBodyLimit(t *testing.T) {
 					rest = rest[n:]
 				}
 			})
-			base, client := serve(t, idempotent.NewMemoryStore(), h, nethttp.WithMaxBody(limit))
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h, nethttp.WithMaxBody(limit))
 			first := send(t, client, base, req{key: "k"})
 			require.Equal(t, http.StatusOK, first.status)
 			assert.Equal(t, string(body), first.body, "the first client always gets the whole response")
@@ -338,7 +339,7 @@ func TestResponseTooLargeForStore(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(randomBytes(t, 40_000)) // incompressible: below WithMaxBody, above the store's limit
 	})
-	base, client := serve(t, store, h, nethttp.WithLogger(testlog.Logger(io.Discard)))
+	base, client := serve(t, newEngine(store), h)
 	first := send(t, client, base, req{key: "k"})
 	require.Equal(t, http.StatusOK, first.status)
 	assert.Len(t, first.body, 40_000)
@@ -348,7 +349,7 @@ func TestResponseTooLargeForStore(t *testing.T) {
 func TestRequestBodyLimit(t *testing.T) {
 	t.Parallel()
 	c := &counter{}
-	base, client := serve(t, idempotent.NewMemoryStore(), c, nethttp.WithMaxBody(100))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), c, nethttp.WithMaxBody(100))
 	requireProblem(t, send(t, client, base, req{key: "k", body: `"` + strings.Repeat("x", 100) + `"`}), http.StatusRequestEntityTooLarge, nethttp.ProblemRequestTooLarge)
 	g := send(t, client, base, req{key: "k", body: `"` + strings.Repeat("x", 98) + `"`})
 	assert.Equal(t, http.StatusCreated, g.status, "a body of exactly the limit is read")
@@ -384,7 +385,7 @@ func TestFlush(t *testing.T) {
 				}
 				_, _ = io.WriteString(w, "data: 2\n\n")
 			})
-			base, client := serve(t, idempotent.NewMemoryStore(), h)
+			base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 			first := send(t, client, base, req{key: "k"})
 			require.Equal(t, tt.status, first.status)
 			assert.Equal(t, "data: 1\n\ndata: 2\n\n", first.body)
@@ -411,7 +412,7 @@ func TestHijackNotOffered(t *testing.T) {
 		assert.NoError(t, http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Minute)), "deadlines reach the real writer")
 		_, _ = io.WriteString(w, "ok")
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	assert.Equal(t, "ok", send(t, client, base, req{key: "k"}).body)
 }
 
@@ -425,7 +426,7 @@ func TestRequestBodyIntact(t *testing.T) {
 		assert.Equal(t, int64(len(body)), r.ContentLength)
 		w.WriteHeader(http.StatusAccepted)
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	assert.Equal(t, http.StatusAccepted, send(t, client, base, req{key: "k", body: body}).status)
 }
 
@@ -440,7 +441,7 @@ func TestScope(t *testing.T) {
 		}
 		return caller, nil
 	}
-	base, client := serve(t, idempotent.NewMemoryStore(), c, nethttp.WithScope(scope), nethttp.WithLogger(testlog.Logger(&logs)))
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&logs))), c, nethttp.WithScope(scope))
 	alice := req{key: "k", body: `{}`, headers: map[string]string{"X-Caller": "alice"}}
 	bob := req{key: "k", body: `{}`, headers: map[string]string{"X-Caller": "bob"}}
 
@@ -471,7 +472,7 @@ func TestDownstreamKey(t *testing.T) {
 		mu.Unlock()
 		_, _ = io.WriteString(w, dk)
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	first := send(t, client, base, req{key: "k"})
 	second := send(t, client, base, req{key: "k"})
 	assert.Equal(t, first.body, second.body)
@@ -486,7 +487,7 @@ func TestStoreUnavailable(t *testing.T) {
 		return storage.ClaimResult{}, errors.New("throttled")
 	}}
 	c := &counter{}
-	base, client := serve(t, store, c, nethttp.WithLogger(testlog.Logger(io.Discard)), nethttp.WithRetryAfter(3*time.Second))
+	base, client := serve(t, newEngine(store), c, nethttp.WithRetryAfter(3*time.Second))
 	g := send(t, client, base, req{key: "k"})
 	requireProblem(t, g, http.StatusServiceUnavailable, nethttp.ProblemStoreUnavailable)
 	assert.Equal(t, "3", g.header.Get("Retry-After"))
@@ -498,7 +499,7 @@ func TestStoreUnavailable(t *testing.T) {
 func TestOuterMiddlewareHeaders(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
-	inner := nethttp.Middleware(idempotent.NewMemoryStore(), nethttp.WithLogger(testlog.Logger(io.Discard)))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	inner := nethttp.Middleware(newEngine(idempotent.NewMemoryStore()))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		assert.NotEmpty(t, w.Header().Get("X-Request-Id"), "the handler sees the outer headers")
 		w.Header().Set("X-Handler", "h")
 		w.Header().Del("X-Drop-Me")
@@ -529,7 +530,7 @@ func TestBinaryBodyAndNoWrite(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(bin)
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	for _, path := range []string{"/bin", "/empty"} {
 		first := send(t, client, base, req{path: path, key: "k" + path})
 		second := send(t, client, base, req{path: path, key: "k" + path})
@@ -544,14 +545,11 @@ func TestBinaryBodyAndNoWrite(t *testing.T) {
 
 func TestPanics(t *testing.T) {
 	t.Parallel()
-	store := idempotent.NewMemoryStore()
-	assert.PanicsWithValue(t, "nethttp: WithMethods: no methods", func() { nethttp.Middleware(store, nethttp.WithMethods()) })
-	assert.PanicsWithValue(t, "nethttp: Middleware: nil handler", func() { nethttp.Middleware(store)(nil) })
+	e := newEngine(idempotent.NewMemoryStore())
+	assert.PanicsWithValue(t, "nethttp: WithMethods: no methods", func() { nethttp.Middleware(e, nethttp.WithMethods()) })
+	assert.PanicsWithValue(t, "nethttp: Middleware: nil handler", func() { nethttp.Middleware(e)(nil) })
 	assert.PanicsWithValue(t, "nethttp: WithScope: nil function", func() { nethttp.WithScope(nil) })
-	assert.Panics(t, func() { nethttp.Middleware(nil) })
-	assert.Panics(t, func() {
-		nethttp.Middleware(store, nethttp.WithIdempotentOptions(idempotent.WithKey(func(string) (string, error) { return "", nil })))
-	})
+	assert.PanicsWithValue(t, "nethttp: Middleware: nil Engine", func() { nethttp.Middleware(nil) })
 }
 
 // TestRequestBodyRead: the body is read whole, whatever the request declares
@@ -591,7 +589,7 @@ func TestRequestBodyRead(t *testing.T) {
 				require.NoError(t, err)
 				w.WriteHeader(http.StatusCreated)
 			})
-			mw := nethttp.Middleware(idempotent.NewMemoryStore(), nethttp.WithMaxBody(limit), nethttp.WithLogger(testlog.Logger(io.Discard)))(h)
+			mw := nethttp.Middleware(newEngine(idempotent.NewMemoryStore()), nethttp.WithMaxBody(limit))(h)
 			r := httptest.NewRequest(http.MethodPost, "/payments", io.NopCloser(tt.body))
 			r.ContentLength = tt.length
 			r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
@@ -638,7 +636,7 @@ func TestHeaderAsOfWriteHeader(t *testing.T) {
 		w.Header().Set("X-Checksum", "abc")
 		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	for i, name := range []string{"first", "replay"} {
 		resp, body := postWhole(t, client, base)
 		require.Equal(t, http.StatusCreated, resp.StatusCode, name)
@@ -673,7 +671,7 @@ func TestBodyReadAfterHandler(t *testing.T) {
 		bodies <- r.Body // kept past the handler's end, unread
 		w.WriteHeader(http.StatusAccepted)
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	require.Equal(t, http.StatusAccepted, send(t, client, base, req{key: "a", body: `{"secret":"first"}`}).status)
 	require.Equal(t, http.StatusAccepted, send(t, client, base, req{key: "b", body: `{"secret":"second"}`}).status)
 	for range 2 {
@@ -695,7 +693,7 @@ func TestTrailersAfterFlush(t *testing.T) {
 		w.Header().Set("X-Checksum", "abc")
 		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "u")
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	resp, body := postWhole(t, client, base)
 	assert.Equal(t, "part one;part two", body)
 	assert.Equal(t, "abc", resp.Trailer.Get("X-Checksum"))

@@ -1,12 +1,10 @@
 package nethttp
 
 import (
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
@@ -19,7 +17,9 @@ const DefaultRetryAfter = httprules.DefaultRetryAfter
 // response.
 const DefaultMaxBody = 6 << 20
 
-// An Option configures Middleware.
+// An Option configures Middleware: the middleware's own settings. The
+// core's (prefix, expiry, logger, outcome hooks, optional keys, ...) are the
+// idempotent.Engine's, given once to idempotent.New.
 type Option func(*options)
 
 // options are the settings every HTTP front door shares (httprules.Config)
@@ -41,11 +41,6 @@ func defaultOptions() options {
 func WithMethods(methods ...string) Option {
 	return func(o *options) { o.SetMethods(methods) }
 }
-
-// WithOptionalKey lets requests without an Idempotency-Key header through to
-// the handler, without idempotency, instead of answering 400. A header that is
-// present but malformed (empty included) is still answered with 400.
-func WithOptionalKey() Option { return func(o *options) { o.OptionalKey = true } }
 
 // WithRetryAfter sets the Retry-After of 409 (in progress) and 503 (store
 // unavailable) answers, default DefaultRetryAfter. It is sent in whole
@@ -84,37 +79,11 @@ func WithMaxBody(n int64) Option { return func(o *options) { o.maxBody = max(n, 
 // this one) put in the request's context: two callers that send the same key
 // never see each other's responses. It is called for requests that carry a
 // key; an error answers 500 without running the handler, and is logged at
-// error level. Without WithScope all callers share one key space. A nil
+// error level (to the Engine's logger). Without WithScope all callers share one key space. A nil
 // function panics.
 func WithScope(scope func(*http.Request) (string, error)) Option {
 	if scope == nil {
 		panic("nethttp: WithScope: nil function")
 	}
 	return func(o *options) { o.scope = scope }
-}
-
-// WithLogger sets the logger of the middleware and of the idempotent core
-// (default slog.Default()). It wins over an idempotent.WithLogger given
-// through WithIdempotentOptions, whatever the order of the options. The
-// middleware logs handler panics and scope errors at error level; neither it
-// nor the core logs raw keys or bodies.
-func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.Logger = logger } }
-
-// WithIdempotentOptions passes options on to the idempotent core, such as
-// idempotent.WithExpiry, idempotent.WithPrefix, idempotent.WithLocalCache,
-// idempotent.WithOutcomeHook or idempotent.WithWaitInProgress.
-//
-// Where the middleware and the core have the same option, the precedence
-// rule of the idempotent package documentation applies (its paragraph on
-// options): the middleware's defaults, then these options, then its own
-// explicit options, so nethttp.WithLogger wins over an idempotent.WithLogger
-// given here.
-//
-// The middleware derives the key, the scope and the payload from each
-// request and stores responses in its own form: options only a typed front
-// door can use (idempotent.WithKey, idempotent.WithScope,
-// idempotent.WithPayloadValidation and idempotent.WithReplayHook) make
-// Middleware panic, and idempotent.WithCodec has no effect.
-func WithIdempotentOptions(opts ...idempotent.Option) Option {
-	return func(o *options) { o.Core = append(o.Core, opts...) }
 }

@@ -33,7 +33,7 @@ func TestStepsResumeAfterAFailedResponse(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(id))
 	})
-	base, client := serve(t, idempotent.NewMemoryStore(), h)
+	base, client := serve(t, newEngine(idempotent.NewMemoryStore()), h)
 	r := req{key: "pay-1", body: `{"amount":1500}`}
 
 	first := send(t, client, base, r)

@@ -3,12 +3,10 @@ package httprules
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
@@ -16,15 +14,13 @@ import (
 const DefaultRetryAfter = time.Second
 
 // Config holds the settings every HTTP front door has; each sets it through
-// its own With options.
+// its own With options. The core's settings (logger, optional key, expiry,
+// ...) are the idempotent.Engine's, given once to idempotent.New.
 type Config struct {
-	Methods       []string            // upper case; those that need a key (WithMethods)
-	OptionalKey   bool                // WithOptionalKey
-	RetryAfter    time.Duration       // WithRetryAfter
-	Volatile      []string            // lower case (WithVolatileHeaders)
-	ReplayCookies bool                // WithReplayCookies
-	Logger        *slog.Logger        // WithLogger; nil for slog.Default()
-	Core          []idempotent.Option // WithIdempotentOptions
+	Methods       []string      // upper case; those that need a key (WithMethods)
+	RetryAfter    time.Duration // WithRetryAfter
+	Volatile      []string      // lower case (WithVolatileHeaders)
+	ReplayCookies bool          // WithReplayCookies
 }
 
 // DefaultConfig is the configuration before any option: POST and PATCH need
@@ -51,36 +47,23 @@ type Rules struct {
 	methods  map[string]bool
 }
 
-// New makes the rules of cfg over store. pkg names the front door in panics
-// (programmer errors, found at start-up): no methods, a nil store, options
-// only a typed front door can use.
-func New(pkg string, store storage.Store, cfg Config) *Rules {
-	if len(cfg.Methods) == 0 {
+// New makes the rules of cfg over core. pkg names the front door in panics
+// (programmer errors, found at start-up): a nil Engine, no methods.
+func New(pkg string, core *idempotent.Engine, cfg Config) *Rules {
+	switch {
+	case core == nil:
+		panic(pkg + ": nil Engine")
+	case len(cfg.Methods) == 0:
 		panic(pkg + ": WithMethods: no methods")
 	}
-	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), methods: make(map[string]bool, len(cfg.Methods))}
+	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: core, methods: make(map[string]bool, len(cfg.Methods))}
 	for _, m := range cfg.Methods {
 		r.methods[m] = true
 	}
-	// The core's options, later ones winning: the front door's defaults (it
-	// has none today), then WithIdempotentOptions, then the front door's own
-	// explicit options, so its WithLogger wins over an idempotent.WithLogger
-	// given through WithIdempotentOptions. NewEngine panics on the options
-	// only a typed front door can use (idempotent.WithKey, WithScope,
-	// WithPayloadValidation, WithReplayHook): an HTTP front door derives the
-	// key, the scope and the payload from the request itself.
-	core := slices.Clip(cfg.Core)
-	if cfg.Logger != nil {
-		core = append(core, idempotent.WithLogger(cfg.Logger))
-	}
-	if cfg.OptionalKey {
-		core = append(core, idempotent.WithOptionalKey())
-	}
-	r.Core = idempotent.NewEngine(store, core...)
 	// With IDEMKIT_DISABLED the core runs every call without idempotency
 	// (and says so in its log), so the front door refuses no key or body the
 	// core would not look at.
-	r.Disabled = r.Core.Disabled()
+	r.Disabled = core.Disabled()
 	return r
 }
 
@@ -88,13 +71,9 @@ func New(pkg string, store storage.Store, cfg Config) *Rules {
 // Idempotency-Key; others go straight to the handler.
 func (r *Rules) NeedsKey(method string) bool { return r.methods[method] }
 
-// Log is the front door's logger: WithLogger's, else slog.Default().
-func (r *Rules) Log() *slog.Logger {
-	if r.Logger != nil {
-		return r.Logger
-	}
-	return slog.Default()
-}
+// Log is the front door's logger: the Engine's (idempotent.WithLogger, else
+// slog.Default()).
+func (r *Rules) Log() *slog.Logger { return r.Core.Logger() }
 
 // PanicError is a handler panic, turned into an error inside the core's work
 // so that the record is released; it keeps the stack of the panic for the

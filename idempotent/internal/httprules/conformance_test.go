@@ -101,16 +101,22 @@ func (r request) headers() http.Header {
 	return h
 }
 
+// newEngine is the engine of one front door under test, quiet unless core
+// says otherwise.
+func newEngine(store *idempotent.MemoryStore, core []idempotent.Option) *idempotent.Engine {
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, core...)...)
+}
+
 func startV1(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV1(store, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	h := apigateway.WrapV1(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		in := request{method: ev.HTTPMethod, path: ev.Path, body: ev.Body, header: map[string]string{}}
 		for k, v := range ev.MultiValueHeaders {
 			in.header[k] = strings.Join(v, ",")
 		}
 		out := handler(ctx, in)
 		return events.APIGatewayProxyResponse{StatusCode: out.status, MultiValueHeaders: out.header, Body: out.body}, out.err
-	}, apigateway.WithLogger(testlog.Logger(io.Discard)), apigateway.WithIdempotentOptions(core...))
+	})
 	return func(r request) response {
 		r = r.withDefaults()
 		query, err := url.ParseQuery(r.query)
@@ -137,7 +143,7 @@ func startV1(t *testing.T, store *idempotent.MemoryStore, handler func(context.C
 
 func startV2(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV2(store, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h := apigateway.WrapV2(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		in := request{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, body: ev.Body, header: ev.Headers}
 		out := handler(ctx, in)
 		resp := events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: map[string]string{}, Body: out.body}
@@ -149,7 +155,7 @@ func startV2(t *testing.T, store *idempotent.MemoryStore, handler func(context.C
 			resp.Headers[k] = strings.Join(v, ",")
 		}
 		return resp, out.err
-	}, apigateway.WithLogger(testlog.Logger(io.Discard)), apigateway.WithIdempotentOptions(core...))
+	})
 	return func(r request) response {
 		r = r.withDefaults()
 		ev := events.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
@@ -178,7 +184,7 @@ func startV2(t *testing.T, store *idempotent.MemoryStore, handler func(context.C
 
 func startNetHTTP(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	idem := nethttp.Middleware(store, nethttp.WithLogger(testlog.Logger(io.Discard)), nethttp.WithIdempotentOptions(core...))
+	idem := nethttp.Middleware(newEngine(store, core))
 	srv := httptest.NewServer(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		require.NoError(t, err)

@@ -4,8 +4,8 @@
 //
 //   - the Idempotency-Key header: ParseKey (RFC 8941 string or bare token, at
 //     most MaxKeyLength bytes of printable ASCII);
-//   - the methods that need a key, and the precedence of the front door's
-//     options over the core's (New, Config);
+//   - the methods that need a key, over the idempotent.Engine the front door
+//     is given (New, Config);
 //   - the request fingerprint a duplicate must repeat: method, path,
 //     canonical query and body, JSON compared canonically (Fingerprint);
 //   - which statuses are stored (Storable), the stored form of a response
