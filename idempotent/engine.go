@@ -70,6 +70,30 @@ type Call struct {
 	// decoding it, say): an error wrapped with ErrCorruptRecord is the
 	// call's answer, and the response is never replayed.
 	Accept func(response []byte) error
+	// Attrs, when set, are added to every line the Engine logs about the
+	// call (its outcome, a panic in the work), to tie them to the front
+	// door's own lines: sqsbatch adds "message_id". They travel in the
+	// work's context, so calls the work makes through an Engine log them
+	// too. Outcome hooks do not see them. Never put a raw key or payload
+	// in them.
+	Attrs []slog.Attr
+}
+
+// logAttrsKey is the context key of the Call.Attrs of the call under way.
+type logAttrsKey struct{}
+
+// withLogAttrs returns ctx carrying attrs for the Engine's log lines.
+func withLogAttrs(ctx context.Context, attrs []slog.Attr) context.Context {
+	if len(attrs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, logAttrsKey{}, attrs)
+}
+
+// logAttrs appends to attrs the Call.Attrs that ctx carries.
+func logAttrs(ctx context.Context, attrs []slog.Attr) []slog.Attr {
+	extra, _ := ctx.Value(logAttrsKey{}).([]slog.Attr)
+	return append(attrs, extra...)
 }
 
 // job is one call on its way through the engine.
@@ -193,6 +217,7 @@ func (f funcs) accept(response []byte) error {
 // making it a runner costs no allocation of its own.
 func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (Result, error) {
 	start := e.cfg.now()
+	ctx = withLogAttrs(ctx, call.Attrs)
 	if r == nil && (e.cfg.disabled || call.Key == "") {
 		r = fn
 	}
@@ -255,7 +280,7 @@ func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
 	if call.Key != "" && checkKey(call.Key) == nil {
 		ev.RecordID = recordID(e.cfg.prefix, call.Scope, call.Key)
 	}
-	return e.finish(ctx, e.cfg.now(), ev)
+	return e.finish(withLogAttrs(ctx, call.Attrs), e.cfg.now(), ev)
 }
 
 func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (Result, error) {
@@ -459,7 +484,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// since it ran: say so, since a renamed step ran again.
 	if untaken := ictx.steps.end(); untaken != nil && p == nil && err == nil {
 		e.Logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
-			slog.String("record_id", rec.ID), slog.Any("steps", untaken))
+			logAttrs(ctx, []slog.Attr{slog.String("record_id", rec.ID), slog.Any("steps", untaken)})...)
 	}
 	res := Result{Response: data, Ran: true}
 	ev := Event{RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed, HandlerRan: true}
@@ -470,8 +495,8 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		if p != nil {
 			ev.Err = p.err()
 			// The re-panic below starts a new stack; keep the original one.
-			e.Logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked",
-				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
+			e.Logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked", logAttrs(ctx, []slog.Attr{
+				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack))})...)
 		}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
@@ -711,6 +736,7 @@ func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
 		}
+		attrs = logAttrs(ctx, attrs)
 		log.LogAttrs(ctx, level, "idempotent: "+ev.Outcome.String(), attrs...)
 	}
 	return ev.Err

@@ -232,7 +232,8 @@ func (b *batcher[T]) runLane(ctx context.Context, p plan, lane []int, items []it
 // process runs one message through the engine and reports whether it may be
 // deleted from the queue.
 func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool) {
-	id := slog.String("message_id", it.msg.MessageId)
+	attrs := it.attrs()
+	id := attrs[0]
 	defer func() {
 		// The handler's own panics are errors by now (see run); this catches
 		// those of a payload function or an outcome hook (also when it is told
@@ -249,12 +250,10 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		if !errors.Is(it.err, errPanicked) { // a panic was logged with its stack
 			b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: message cannot be processed", id, slog.String("error", it.err.Error()))
 		}
-		if b.hook != nil {
-			b.hook(context.WithValue(ctx, messageKey{}, it.msg), idempotent.Event{
-				Outcome: idempotent.OutcomeRejected,
-				Err:     fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.err),
-			})
-		}
+		// Never seen by the core: reported to it, so that its outcome hooks
+		// and log see the rejection, with the message in the context.
+		_ = b.engine.Reject(context.WithValue(ctx, messageKey{}, it.msg), idempotent.Call{Attrs: attrs},
+			fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.err))
 		return false
 	}
 	if mu := p.locks[it.key]; mu != nil && it.hasKey() {
@@ -265,7 +264,7 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		b.log().LogAttrs(ctx, slog.LevelWarn, "sqsbatch: not processed: the invocation's time is up", id, slog.String("error", err.Error()))
 		return false
 	}
-	ran, err := b.do(context.WithValue(ctx, messageKey{}, it.msg), it)
+	ran, err := b.do(context.WithValue(ctx, messageKey{}, it.msg), it, attrs)
 	switch {
 	case ran && err != nil:
 		// The handler failed, whatever its error wraps (a nested idempotent

@@ -125,7 +125,7 @@ func TestFIFO(t *testing.T) {
 				tt.fake(store)
 			}
 			rec := newRecorder()
-			h := sqsbatch.Wrap(store, rec.handle, sqsbatch.WithLogger(quiet()))
+			h := sqsbatch.Wrap(newEngine(store), rec.handle)
 			resp, err := h(context.Background(), batch(tt.msgs...))
 			require.NoError(t, err)
 			assert.Equal(t, nonNil(tt.wantFail), failedIDs(resp), "failures, in batch order")
@@ -154,7 +154,7 @@ func TestFIFOParallel(t *testing.T) {
 		}
 	}
 	rec := newRecorder()
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle, sqsbatch.WithParallelism(4), sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle, sqsbatch.WithParallelism[order](4))
 	resp, err := h(context.Background(), batch(msgs...))
 	require.NoError(t, err)
 	assert.Equal(t, wantFail, failedIDs(resp))
@@ -222,7 +222,7 @@ func TestParallelism(t *testing.T) {
 					msgs = append(msgs, msg(id, body(id, 1)))
 				}
 			}
-			h := sqsbatch.Wrap(idempotent.NewMemoryStore(), handle, sqsbatch.WithParallelism(n), sqsbatch.WithLogger(quiet()))
+			h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), handle, sqsbatch.WithParallelism[order](n))
 			resp, err := h(context.Background(), batch(msgs...))
 			require.NoError(t, err)
 			assert.True(t, <-reached, "%d handlers never ran at once", n)
@@ -254,7 +254,7 @@ func TestTimeUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := newRecorder()
-			h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle, sqsbatch.WithLogger(quiet()), sqsbatch.WithParallelism(2))
+			h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle, sqsbatch.WithParallelism[order](2))
 			resp, err := h(tt.ctx, batch(tt.mk("1", body("a", 1)), tt.mk("2", body("b", 1)), tt.mk("3", "not json")))
 			require.NoError(t, err)
 			assert.ElementsMatch(t, []string{"1", "2", "3"}, failedIDs(resp))
@@ -272,7 +272,7 @@ func TestTimeUpDuringBatch(t *testing.T) {
 		cancel() // the invocation's time runs out while this message finishes
 		return rec.handle(ctx, o)
 	}
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), handle, sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), handle)
 	resp, err := h(ctx, batch(msg("1", body("a", 1)), msg("2", body("b", 1)), msg("3", body("c", 1))))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"2", "3"}, failedIDs(resp))
@@ -292,7 +292,7 @@ func TestResponseReserve(t *testing.T) {
 		seen, _ = ctx.Deadline()
 		return store.mem.Claim(ctx, rec, now)
 	}
-	h := sqsbatch.Wrap(store, newRecorder().handle, sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.Wrap(newEngine(store), newRecorder().handle)
 	resp, err := h(ctx, batch(msg("1", body("a", 1))))
 	require.NoError(t, err)
 	assert.Empty(t, resp.BatchItemFailures)
@@ -340,7 +340,7 @@ func TestSameKeyNeverOverlaps(t *testing.T) {
 			if queue == "fifo" {
 				m1, m2 = fifoMsg("m1", "g1", body("a", 1)), fifoMsg("m2", "g2", body("a", 1))
 			}
-			h := sqsbatch.Wrap(store, handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism(2), sqsbatch.WithLogger(quiet()))
+			h := sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](2))
 			resp, err := h(context.Background(), batch(m1, m2))
 			require.NoError(t, err)
 			assert.Empty(t, resp.BatchItemFailures)

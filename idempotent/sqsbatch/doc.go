@@ -5,16 +5,28 @@
 // Wrap turns a per-message handler into a Lambda handler for SQS batches:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	lambda.Start(sqsbatch.Wrap(store, func(ctx context.Context, o Order) error {
+//	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
+//	lambda.Start(sqsbatch.Wrap(engine, func(ctx context.Context, o Order) error {
 //		return ship(ctx, o, idempotent.DownstreamKey(ctx))
 //	}, sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil })))
 //
 // Each body is decoded as JSON into the handler's message type; WrapMessage
 // hands over the events.SQSMessage instead. Each message then runs through
-// an idempotent.Engine (one per wrapped handler) under its own key (by
-// default the SQS message ID; see WithKey), so a message that SQS delivers
-// again, or that a producer sent twice, does not run the handler again while
-// its record lives.
+// the idempotent.Engine given to Wrap, one Do call per message, under its
+// own key (by default the SQS message ID; see WithKey), so a message that SQS
+// delivers again, or that a producer sent twice, does not run the handler
+// again while its record lives.
+//
+// # Options
+//
+// The core is configured once, by the options given to idempotent.New
+// (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
+// keys), and every front door given that Engine shares them. This package's
+// options are its own: the key, the payload to validate and the parallelism.
+// Their type parameter is the handler's message type, so an option for
+// another type does not compile; WithKey and WithPayloadValidation infer it
+// from their function, the others name it
+// (sqsbatch.WithParallelism[Order](4)).
 //
 // # What counts as a failure
 //
@@ -122,15 +134,21 @@
 //
 // # Logging
 //
-// Records of this package and of the core carry the SQS message ID as
-// "message_id"; none carries a message body or an idempotency key. Decoding
-// errors are reduced to byte offsets, field names and types. Errors returned
-// by Validate and by the handler are logged as written, so keep secrets out of
-// them.
+// This package logs to the Engine's logger (idempotent.WithLogger, else
+// slog.Default()), and its outcome hooks (idempotent.WithOutcomeHook) hear of
+// every message: the core's outcomes, and OutcomeRejected, with an error
+// wrapping idempotent.ErrInvalidPayload, for a message whose body cannot be
+// decoded or fails Validate, which this package refuses before the core and
+// reports to it (Engine.Reject). The hook's context carries the message (see
+// MessageFromContext). Messages not started because the invocation's time ran
+// out, or held back behind a failed message of their FIFO group, report no
+// outcome: they did not run.
 //
-// The logger and the outcome hook can also be given to the core through
-// WithIdempotentOptions; its documentation states which one applies (this
-// package's WithLogger and WithOutcomeHook win).
+// Records of this package and of the core carry the SQS message ID as
+// "message_id" (given to the core as idempotent.Call.Attrs); none carries a
+// message body or an idempotency key. Decoding errors are reduced to byte
+// offsets, field names and types. Errors returned by Validate and by the
+// handler are logged as written, so keep secrets out of them.
 //
 // # Guarantees
 //

@@ -21,7 +21,6 @@ import (
 // producer that retries SendMessage creates a new message with a new ID;
 // only a key taken from the body recognizes it.
 func ExampleWithKey_messageID() {
-	quiet := sqsbatch.WithLogger(slog.New(slog.DiscardHandler))
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "a1", Body: `{"orderId":"o-1","cents":1250}`},
 		{MessageId: "a1", Body: `{"orderId":"o-1","cents":1250}`, // SQS delivers a1 again
@@ -32,12 +31,15 @@ func ExampleWithKey_messageID() {
 	charges := 0
 	charge := func(ctx context.Context, o Order) error { charges++; return nil }
 
-	byMessageID := sqsbatch.Wrap(idempotent.NewMemoryStore(), charge, quiet) // the default key
+	engine := func() *idempotent.Engine {
+		return idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	}
+	byMessageID := sqsbatch.Wrap(engine(), charge) // the default key
 	_, _ = byMessageID(context.Background(), batch)
 	fmt.Println("keyed on the message ID, charges:", charges)
 
 	charges = 0
-	byOrder := sqsbatch.Wrap(idempotent.NewMemoryStore(), charge, quiet,
+	byOrder := sqsbatch.Wrap(engine(), charge,
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }))
 	_, _ = byOrder(context.Background(), batch)
 	fmt.Println("keyed on orderId, charges:", charges)
@@ -58,7 +60,8 @@ func ExampleWithKey_snsFanOut() {
 		return o, err
 	}
 	charges := 0
-	handler := sqsbatch.Wrap(idempotent.NewMemoryStore(),
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := sqsbatch.Wrap(engine,
 		func(ctx context.Context, n events.SNSEntity) error {
 			o, err := inner(n)
 			if err != nil {
@@ -74,7 +77,6 @@ func ExampleWithKey_snsFanOut() {
 		sqsbatch.WithPayloadValidation(func(n events.SNSEntity) (any, error) {
 			return json.RawMessage(n.Message), nil // compared as canonical JSON
 		}),
-		sqsbatch.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 
 	envelope := func(snsID string, sent time.Time) string {

@@ -33,6 +33,6 @@ func Example_lambdaStart() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-	lambda.Start(sqsbatch.Wrap(store, reserveStock,
+	lambda.Start(sqsbatch.Wrap(idempotent.New(store), reserveStock,
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil })))
 }

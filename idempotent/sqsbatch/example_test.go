@@ -33,12 +33,13 @@ func (o Order) Validate() error {
 // retried and, after maxReceiveCount, moved to the dead-letter queue.
 func Example() {
 	store := idempotent.NewMemoryStore() // dynamostore.New(...) in production
-	handler := sqsbatch.Wrap(store, func(ctx context.Context, o Order) error {
+	engine := idempotent.New(store,
+		idempotent.WithLogger(slog.New(slog.DiscardHandler))) // keep the example's output clean
+	handler := sqsbatch.Wrap(engine, func(ctx context.Context, o Order) error {
 		fmt.Printf("charging %s: %d cents\n", o.OrderID, o.Cents)
 		return nil
 	},
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
-		sqsbatch.WithLogger(slog.New(slog.DiscardHandler)), // keep the example's output clean
 	)
 	// In main: lambda.Start(handler)
 
@@ -71,13 +72,14 @@ func ExampleWrap_fifo() {
 			Attributes:     map[string]string{"MessageGroupId": group},
 		}
 	}
-	handler := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o Order) error {
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := sqsbatch.Wrap(engine, func(ctx context.Context, o Order) error {
 		if o.OrderID == "o-2" {
 			return errors.New("payment provider unavailable")
 		}
 		fmt.Println("processed", o.OrderID)
 		return nil
-	}, sqsbatch.WithParallelism(4), sqsbatch.WithLogger(slog.New(slog.DiscardHandler)))
+	}, sqsbatch.WithParallelism[Order](4)) // the message type is named: no function to infer it from
 
 	resp, _ := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		fifo("msg-1", "customer-a", `{"orderId":"o-1","cents":100}`),
@@ -108,7 +110,8 @@ func ExampleWithPayloadValidation() {
 		err := json.Unmarshal([]byte(e.Message), &o)
 		return o, err
 	}
-	handler := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, e envelope) error {
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := sqsbatch.Wrap(engine, func(ctx context.Context, e envelope) error {
 		o, err := orderOf(e)
 		if err != nil {
 			return err
@@ -123,7 +126,6 @@ func ExampleWithPayloadValidation() {
 		sqsbatch.WithPayloadValidation(func(e envelope) (any, error) {
 			return json.RawMessage(e.Message), nil // the order, not the envelope
 		}),
-		sqsbatch.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 	order := `"{\"orderId\":\"o-9\",\"cents\":700}"`
 	resp, _ := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{

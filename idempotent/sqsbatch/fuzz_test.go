@@ -39,10 +39,10 @@ func FuzzWrapBody(f *testing.F) {
 		var logs testlog.Buffer
 		logger := testlog.Logger(&logs)
 		called := false
-		h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, _ order) error {
+		h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(logger)), func(_ context.Context, _ order) error {
 			called = true
 			return nil
-		}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(logger))
+		}, sqsbatch.WithKey(byOrderID))
 
 		resp, err := h(context.Background(), batch(msg("m", body)))
 		if err != nil {

@@ -182,6 +182,12 @@ var errThrottled = errors.New("ProvisionedThroughputExceededException")
 // quiet is a logger that drops everything, for tests that do not look at logs.
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
+// newEngine is a test's Engine over store, configured by opts; its logs are
+// discarded unless opts give idempotent.WithLogger.
+func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(quiet())}, opts...)...)
+}
+
 // logLines parses the JSON lines written by a slog.JSONHandler.
 func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	t.Helper()

@@ -34,100 +34,37 @@ func (h *hookLog) all() []string {
 	return append([]string(nil), h.events...)
 }
 
-// TestOptionPrecedence: this package's defaults, then WithIdempotentOptions,
-// then this package's own options, whatever the order they are given in.
-func TestOptionPrecedence(t *testing.T) {
+// TestEngineSettings: the Engine's outcome hooks and logger are the only
+// ones, and hear of every message: the core's outcomes, and the messages this
+// package rejects before the core (a body it cannot decode), each with its
+// message in the hook's context and its "message_id" in every log line.
+func TestEngineSettings(t *testing.T) {
 	t.Parallel()
 	ev := batch(msg("m1", body("a", 1)), msg("m2", "not json"))
-	t.Run("hook", func(t *testing.T) {
+	t.Run("hooks", func(t *testing.T) {
 		t.Parallel()
-		tests := []struct {
-			name              string
-			opts              func(own, core *hookLog) []sqsbatch.Option
-			wantOwn, wantCore []string
-		}{
-			{
-				name: "own after core",
-				opts: func(own, core *hookLog) []sqsbatch.Option {
-					return []sqsbatch.Option{sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(core.hook)), sqsbatch.WithOutcomeHook(own.hook)}
-				},
-				wantOwn: []string{"m1:executed", "m2:rejected"},
-			},
-			{
-				name: "own before core",
-				opts: func(own, core *hookLog) []sqsbatch.Option {
-					return []sqsbatch.Option{sqsbatch.WithOutcomeHook(own.hook), sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(core.hook))}
-				},
-				wantOwn: []string{"m1:executed", "m2:rejected"},
-			},
-			{
-				name: "core alone sees the core's outcomes",
-				opts: func(_, core *hookLog) []sqsbatch.Option {
-					return []sqsbatch.Option{sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(core.hook))}
-				},
-				wantCore: []string{"m1:executed"},
-			},
-			{
-				name: "a nil hook is none",
-				opts: func(_, core *hookLog) []sqsbatch.Option {
-					return []sqsbatch.Option{sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(core.hook)), sqsbatch.WithOutcomeHook(nil)}
-				},
-				wantCore: []string{"m1:executed"},
-			},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				t.Parallel()
-				var own, core hookLog
-				opts := append([]sqsbatch.Option{sqsbatch.WithLogger(quiet())}, tt.opts(&own, &core)...)
-				_, err := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle, opts...)(context.Background(), ev)
-				require.NoError(t, err)
-				assert.Equal(t, tt.wantOwn, own.all())
-				assert.Equal(t, tt.wantCore, core.all())
-			})
-		}
+		var first, second hookLog
+		e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(first.hook), idempotent.WithOutcomeHook(second.hook))
+		_, err := sqsbatch.Wrap(e, newRecorder().handle)(context.Background(), ev)
+		require.NoError(t, err)
+		want := []string{"m1:executed", "m2:rejected"}
+		assert.Equal(t, want, first.all())
+		assert.Equal(t, want, second.all(), "hooks compose: each one hears of every message")
 	})
 	t.Run("logger", func(t *testing.T) {
 		t.Parallel()
-		tests := []struct {
-			name     string
-			ownFirst bool
-		}{
-			{name: "own after core"},
-			{name: "own before core", ownFirst: true},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				t.Parallel()
-				var ownBuf, coreBuf testlog.Buffer
-				own := sqsbatch.WithLogger(testlog.Logger(&ownBuf))
-				core := sqsbatch.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&coreBuf)))
-				opts := []sqsbatch.Option{core, own}
-				if tt.ownFirst {
-					opts = []sqsbatch.Option{own, core}
-				}
-				_, err := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle, opts...)(context.Background(), ev)
-				require.NoError(t, err)
-				var got []string
-				for _, l := range logLines(t, bytes.NewBufferString(ownBuf.String())) {
-					got = append(got, l["msg"].(string))
-					assert.NotEmpty(t, l["message_id"], "record %v", l)
-				}
-				assert.Equal(t, []string{"idempotent: executed", "sqsbatch: message cannot be processed"}, got)
-				assert.Empty(t, coreBuf.String())
-			})
-		}
-	})
-	t.Run("core logger alone", func(t *testing.T) {
-		t.Parallel()
-		var coreBuf testlog.Buffer
-		_, err := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle,
-			sqsbatch.WithIdempotentOptions(idempotent.WithLogger(testlog.Logger(&coreBuf))))(context.Background(), batch(msg("m1", body("a", 1))))
+		var buf testlog.Buffer
+		e := newEngine(idempotent.NewMemoryStore(), idempotent.WithLogger(testlog.Logger(&buf)))
+		_, err := sqsbatch.Wrap(e, newRecorder().handle)(context.Background(), ev)
 		require.NoError(t, err)
-		lines := logLines(t, bytes.NewBufferString(coreBuf.String()))
-		require.Len(t, lines, 1)
-		assert.Equal(t, "idempotent: executed", lines[0]["msg"])
-		assert.NotContains(t, lines[0], "message_id", "a logger given to the core is used as given")
+		var got, ids []string
+		for _, l := range logLines(t, bytes.NewBufferString(buf.String())) {
+			got = append(got, l["msg"].(string))
+			id, _ := l["message_id"].(string)
+			ids = append(ids, id)
+		}
+		assert.Equal(t, []string{"idempotent: executed", "sqsbatch: message cannot be processed", "idempotent: rejected"}, got)
+		assert.Equal(t, []string{"m1", "m2", "m2"}, ids, "every line names its message")
 	})
 }
 
@@ -139,14 +76,14 @@ func TestKeyErrorReachesTheHook(t *testing.T) {
 	var mu sync.Mutex
 	var got []idempotent.Event
 	var ids []string
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle, sqsbatch.WithLogger(quiet()),
-		sqsbatch.WithKey(func(order) (string, error) { return "", errNoKey }),
-		sqsbatch.WithOutcomeHook(func(ctx context.Context, ev idempotent.Event) {
-			m, _ := sqsbatch.MessageFromContext(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			got, ids = append(got, ev), append(ids, m.MessageId)
-		}))
+	e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(func(ctx context.Context, ev idempotent.Event) {
+		m, _ := sqsbatch.MessageFromContext(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		got, ids = append(got, ev), append(ids, m.MessageId)
+	}))
+	h := sqsbatch.Wrap(e, newRecorder().handle,
+		sqsbatch.WithKey(func(order) (string, error) { return "", errNoKey }))
 	resp, err := h(context.Background(), batch(msg("m1", body("a", 1))))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, failedIDs(resp))
@@ -164,7 +101,7 @@ func TestKeyErrorReachesTheHook(t *testing.T) {
 func TestDisabledRunsEveryHandler(t *testing.T) {
 	t.Setenv(idempotent.DisableEnv, "1")
 	rec := newRecorder()
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle, sqsbatch.WithLogger(quiet()),
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle,
 		sqsbatch.WithKey(func(o order) (string, error) {
 			if o.OrderID == "nokey" {
 				return "", errors.New("no key")

@@ -38,11 +38,11 @@ func TestSampleEvents(t *testing.T) {
 
 	reserved := map[string]int{}
 	var calls []string
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, o sampleOrder) error {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(_ context.Context, o sampleOrder) error {
 		calls = append(calls, o.OrderID)
 		reserved[o.SKU] += o.Quantity
 		return nil
-	}, sqsbatch.WithKey(func(o sampleOrder) (string, error) { return o.OrderID, nil }), sqsbatch.WithLogger(quiet()))
+	}, sqsbatch.WithKey(func(o sampleOrder) (string, error) { return o.OrderID, nil }))
 
 	poison := []string{"3e7c9f4b-0d5a-4b1c-8e6f-8a9b0c1d2e34", first.Records[4].MessageId}
 	resp, err := h(context.Background(), first)

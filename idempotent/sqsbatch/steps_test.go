@@ -20,7 +20,7 @@ func TestStepsResumeOnRedelivery(t *testing.T) {
 	var reserved, shipped atomic.Int32
 	shipDown := atomic.Bool{}
 	shipDown.Store(true)
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, o order) error {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(ctx context.Context, o order) error {
 		if _, err := idempotent.Step(ctx, "reserve", func(context.Context) (int, error) {
 			reserved.Add(1)
 			return o.Amount, nil
@@ -35,7 +35,7 @@ func TestStepsResumeOnRedelivery(t *testing.T) {
 			return true, nil
 		})
 		return err
-	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+	}, sqsbatch.WithKey(byOrderID))
 
 	ev := batch(msg("m1", body("o-1", 3)))
 	resp, err := h(context.Background(), ev)

@@ -14,45 +14,44 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Wrap returns a Lambda handler for SQS batches that decodes each message body
-// as JSON into T and calls handle once per idempotency key, reporting the
-// messages that failed as batch item failures. The result can be passed to
-// lambda.Start; the event source mapping must enable ReportBatchItemFailures
-// (see the package documentation).
+// as JSON into T and calls handle once per idempotency key, through e,
+// reporting the messages that failed as batch item failures. e's store keeps
+// the records, and its settings (prefix, expiry, logger, outcome hooks,
+// optional keys) apply. The result can be passed to lambda.Start; the event
+// source mapping must enable ReportBatchItemFailures (see the package
+// documentation).
 //
 // A body that is not JSON, is JSON null, does not decode into T, or, when T or
 // *T has a method Validate() error, fails validation, makes its message a
 // failure without affecting the others and without calling handle.
 //
-// Wrap panics if store or handle is nil, if an option's function is of the
-// wrong type, or on an option of package idempotent that WithIdempotentOptions
-// does not take.
-func Wrap[T any](store storage.Store, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+// Wrap panics if e or handle is nil.
+func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, msg T) error, opts ...Option[T]) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: Wrap: nil handler")
 	}
 	payload := func(_ *events.SQSMessage, v T) (any, error) { return v, nil }
-	return newBatcher(store, handle, decodeJSON[T], payload, opts).handleBatch
+	return newBatcher(e, "Wrap", handle, decodeJSON[T], payload, opts).handleBatch
 }
 
 // WrapMessage is Wrap for handlers that take the SQS message itself, for
 // bodies that are not JSON or are decoded by the handler. Its default payload
 // validation compares the raw body.
-func WrapMessage(store storage.Store, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func WrapMessage(e *idempotent.Engine, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option[events.SQSMessage]) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: WrapMessage: nil handler")
 	}
 	decode := func(m *events.SQSMessage) (events.SQSMessage, error) { return *m, nil }
 	payload := func(m *events.SQSMessage, _ events.SQSMessage) (any, error) { return m.Body, nil }
-	return newBatcher(store, handle, decode, payload, opts).handleBatch
+	return newBatcher(e, "WrapMessage", handle, decode, payload, opts).handleBatch
 }
 
 // MessageFromContext returns the SQS message being processed. It is set in
-// the context of a wrapped handler and of the outcome hook (WithOutcomeHook,
-// or idempotent.WithOutcomeHook given to WithIdempotentOptions).
+// the context of a wrapped handler and of the Engine's outcome hooks
+// (idempotent.WithOutcomeHook) when they are told of a message's outcome.
 func MessageFromContext(ctx context.Context) (events.SQSMessage, bool) {
 	if m := messageFrom(ctx); m != nil {
 		return *m, true
@@ -75,8 +74,6 @@ type batcher[T any] struct {
 	key         func(*events.SQSMessage, T) (string, error)
 	payload     func(*events.SQSMessage, T) (any, error) // nil: no payload validation
 	parallelism int
-	logger      *slog.Logger
-	hook        func(context.Context, idempotent.Event) // WithOutcomeHook's, for messages the engine never sees
 }
 
 // item is one message of a batch, prepared for processing.
@@ -91,34 +88,29 @@ type item[T any] struct {
 // hasKey reports whether the item has a usable key to group and lock on.
 func (it *item[T]) hasKey() bool { return it.err == nil && it.keyErr == nil && it.key != "" }
 
-func newBatcher[T any](store storage.Store, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option) *batcher[T] {
-	o := options{parallelism: 1}
+// attrs are the log attributes of every line about the item's message, this
+// package's and the Engine's (Call.Attrs): its SQS message ID, which ties the
+// Engine's lines (they know only the hashed record ID) to a batch item
+// failure.
+func (it *item[T]) attrs() []slog.Attr {
+	return []slog.Attr{slog.String("message_id", it.msg.MessageId)}
+}
+
+func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option[T]) *batcher[T] {
+	if e == nil {
+		panic("sqsbatch: " + wrap + ": nil Engine")
+	}
+	o := options[T]{parallelism: 1}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := &batcher[T]{handle: handle, decode: decode, parallelism: o.parallelism, logger: o.logger, hook: o.hook}
-	b.key = msgFunc[T, string](o.key, "WithKey")
+	b := &batcher[T]{engine: e, handle: handle, decode: decode, key: o.key, payload: o.payload, parallelism: o.parallelism}
 	if b.key == nil {
 		b.key = func(m *events.SQSMessage, _ T) (string, error) { return m.MessageId, nil }
 	}
-	b.payload = msgFunc[T, any](o.payload, "WithPayloadValidation")
 	if b.payload == nil && !o.noPayload {
 		b.payload = defaultPayload
 	}
-
-	// The precedence rule of WithIdempotentOptions: this package's defaults,
-	// then the core options, then this package's own options; the engine
-	// keeps the last of each.
-	core := make([]idempotent.Option, 0, len(o.core)+3)
-	core = append(core, idempotent.WithLogger(coreLogger(nil)))
-	core = append(core, o.core...)
-	if o.logger != nil {
-		core = append(core, idempotent.WithLogger(coreLogger(o.logger)))
-	}
-	if o.hook != nil {
-		core = append(core, idempotent.WithOutcomeHook(o.hook))
-	}
-	b.engine = idempotent.NewEngine(store, core...)
 	return b
 }
 
@@ -136,11 +128,11 @@ var nullPayload = []byte("null")
 // as the work. ran reports that the handler ran in this call; err is then its
 // error (nil when it succeeded, even if its record could not be completed),
 // and otherwise the engine's answer (nil for a replay).
-func (b *batcher[T]) do(ctx context.Context, it *item[T]) (ran bool, err error) {
-	var call idempotent.Call
+func (b *batcher[T]) do(ctx context.Context, it *item[T], attrs []slog.Attr) (ran bool, err error) {
+	call := idempotent.Call{Attrs: attrs}
 	if !b.engine.Disabled() { // as idempotent.Wrap: no key or payload errors then
 		if it.keyErr != nil {
-			return false, b.engine.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
+			return false, b.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
 		}
 		call.Key = it.key
 		if it.key != "" && b.payload != nil {
@@ -179,12 +171,8 @@ func (b *batcher[T]) run(ctx context.Context, it *item[T]) (err error) {
 	return b.handle(ctx, it.val)
 }
 
-func (b *batcher[T]) log() *slog.Logger {
-	if b.logger != nil {
-		return b.logger
-	}
-	return slog.Default()
-}
+// log is the logger of this package's own lines: the Engine's.
+func (b *batcher[T]) log() *slog.Logger { return b.engine.Logger() }
 
 var (
 	errInvalidBody    = errors.New("sqsbatch: invalid message body")

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,7 +34,8 @@ func TestWrapOutcomes(t *testing.T) {
 		name      string
 		msg       events.SQSMessage
 		fake      func(s *fakeStore)
-		opts      []sqsbatch.Option
+		core      []idempotent.Option
+		opts      []sqsbatch.Option[order]
 		wantFail  bool
 		wantCalls []string
 	}{
@@ -49,7 +52,7 @@ func TestWrapOutcomes(t *testing.T) {
 		{name: "unknown fields are ignored", msg: msg("m", `{"orderId":"a","amount":1,"currency":"EUR"}`), wantCalls: []string{"a", "neighbour"}},
 		{
 			name: "key function fails", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option{sqsbatch.WithKey(func(o order) (string, error) {
+			opts: []sqsbatch.Option[order]{sqsbatch.WithKey(func(o order) (string, error) {
 				if o.OrderID == "a" {
 					return "", errors.New("no key")
 				}
@@ -59,7 +62,7 @@ func TestWrapOutcomes(t *testing.T) {
 		},
 		{
 			name: "key function panics", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option{sqsbatch.WithKey(func(o order) (string, error) {
+			opts: []sqsbatch.Option[order]{sqsbatch.WithKey(func(o order) (string, error) {
 				if o.OrderID == "a" {
 					panic("key bug")
 				}
@@ -69,7 +72,7 @@ func TestWrapOutcomes(t *testing.T) {
 		},
 		{
 			name: "payload function panics", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option{sqsbatch.WithPayloadValidation(func(o order) (any, error) {
+			opts: []sqsbatch.Option[order]{sqsbatch.WithPayloadValidation(func(o order) (any, error) {
 				if o.OrderID == "a" {
 					panic("payload bug")
 				}
@@ -79,17 +82,18 @@ func TestWrapOutcomes(t *testing.T) {
 		},
 		{
 			name: "empty key", msg: msg("m", body("", 1)),
-			opts:     []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantFail: true, wantCalls: []string{"neighbour"},
 		},
 		{
 			name: "empty key with idempotent.WithOptionalKey runs without idempotency", msg: msg("m", body("", 1)),
-			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID), sqsbatch.WithIdempotentOptions(idempotent.WithOptionalKey())},
+			core:      []idempotent.Option{idempotent.WithOptionalKey()},
+			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantCalls: []string{"", "neighbour"},
 		},
 		{
 			name: "key too long", msg: msg("m", body(strings.Repeat("k", idempotent.MaxKeyBytes+1), 1)),
-			opts:     []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantFail: true, wantCalls: []string{"neighbour"},
 		},
 		{name: "empty message ID", msg: msg("", body("a", 1)), wantFail: true, wantCalls: []string{"neighbour"}},
@@ -155,8 +159,7 @@ func TestWrapOutcomes(t *testing.T) {
 				tt.fake(store)
 			}
 			rec := newRecorder()
-			opts := append([]sqsbatch.Option{sqsbatch.WithLogger(quiet())}, tt.opts...)
-			h := sqsbatch.Wrap(store, rec.handle, opts...)
+			h := sqsbatch.Wrap(newEngine(store, tt.core...), rec.handle, tt.opts...)
 
 			resp, err := h(context.Background(), batch(tt.msg, neighbour))
 			require.NoError(t, err)
@@ -188,10 +191,11 @@ func TestWrapRedelivery(t *testing.T) {
 	tests := []struct {
 		name          string
 		first, second events.SQSMessage
-		opts          []sqsbatch.Option
-		firstOpts     []sqsbatch.Option // for the first batch, when not opts
-		wantFail      []string          // of the second batch
-		wantCalls     []string          // over both batches
+		opts          []sqsbatch.Option[order]
+		core          []idempotent.Option // the Engine of the second batch
+		firstCore     []idempotent.Option // the Engine of the first batch, when not core
+		wantFail      []string            // of the second batch
+		wantCalls     []string            // over both batches
 	}{
 		{
 			name:  "same message redelivered is replayed",
@@ -206,40 +210,40 @@ func TestWrapRedelivery(t *testing.T) {
 		{
 			name:  "new message ID, same order, is replayed under a key of the body",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 1)),
-			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantCalls: []string{"a"},
 		},
 		{
 			name:  "same order with an extra field the handler does not decode is replayed",
 			first: msg("m1", body("a", 1)), second: msg("m2", `{"amount":1,"orderId":"a","traceId":"x"}`),
-			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantCalls: []string{"a"},
 		},
 		{
 			name:  "same order with another amount is a payload mismatch",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts:     []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantFail: []string{"m2"}, wantCalls: []string{"a"},
 		},
 		{
 			name:  "WithoutPayloadValidation replays whatever the body",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID), sqsbatch.WithoutPayloadValidation()},
+			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID), sqsbatch.WithoutPayloadValidation[order]()},
 			wantCalls: []string{"a"},
 		},
 		{
 			name:  "WithPayloadValidation narrows what must match",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts: []sqsbatch.Option{
+			opts: []sqsbatch.Option[order]{
 				sqsbatch.WithKey(byOrderID),
 				sqsbatch.WithPayloadValidation(func(o order) (any, error) { return o.OrderID, nil }),
 			},
 			wantCalls: []string{"a"},
 		},
 		{
-			name:  "WithKey of the SQS message keys on an attribute",
+			name:  "WithMessageKey keys on an attribute",
 			first: withAttr(msg("m1", body("a", 1)), "k1"), second: withAttr(msg("m2", body("a", 1)), "k1"),
-			opts: []sqsbatch.Option{sqsbatch.WithKey(func(m events.SQSMessage) (string, error) {
+			opts: []sqsbatch.Option[order]{sqsbatch.WithMessageKey[order](func(m events.SQSMessage) (string, error) {
 				return *m.MessageAttributes["idempotencyKey"].StringValue, nil
 			})},
 			wantCalls: []string{"a"},
@@ -257,8 +261,8 @@ func TestWrapRedelivery(t *testing.T) {
 		{
 			name:  "another prefix is another namespace",
 			first: msg("m1", body("a", 1)), second: msg("m1", body("a", 1)),
-			firstOpts: []sqsbatch.Option{sqsbatch.WithIdempotentOptions(idempotent.WithPrefix("first"))},
-			opts:      []sqsbatch.Option{sqsbatch.WithIdempotentOptions(idempotent.WithPrefix("second"))},
+			firstCore: []idempotent.Option{idempotent.WithPrefix("first")},
+			core:      []idempotent.Option{idempotent.WithPrefix("second")},
 			wantCalls: []string{"a", "a"},
 		},
 	}
@@ -267,15 +271,14 @@ func TestWrapRedelivery(t *testing.T) {
 			t.Parallel()
 			store := idempotent.NewMemoryStore()
 			rec := newRecorder()
-			opts := append([]sqsbatch.Option{sqsbatch.WithLogger(quiet())}, tt.opts...)
-			firstOpts := opts
-			if tt.firstOpts != nil {
-				firstOpts = append([]sqsbatch.Option{sqsbatch.WithLogger(quiet())}, tt.firstOpts...)
+			firstCore := tt.core
+			if tt.firstCore != nil {
+				firstCore = tt.firstCore
 			}
-			_, err := sqsbatch.Wrap(store, rec.handle, firstOpts...)(context.Background(), batch(tt.first))
+			_, err := sqsbatch.Wrap(newEngine(store, firstCore...), rec.handle, tt.opts...)(context.Background(), batch(tt.first))
 			require.NoError(t, err)
 
-			resp, err := sqsbatch.Wrap(store, rec.handle, opts...)(context.Background(), batch(tt.second))
+			resp, err := sqsbatch.Wrap(newEngine(store, tt.core...), rec.handle, tt.opts...)(context.Background(), batch(tt.second))
 			require.NoError(t, err)
 			assert.Equal(t, nonNil(tt.wantFail), failedIDs(resp))
 			assert.Equal(t, tt.wantCalls, rec.Calls())
@@ -313,7 +316,7 @@ func TestWrapMessage(t *testing.T) {
 	byAttr := sqsbatch.WithKey(func(m events.SQSMessage) (string, error) {
 		return *m.MessageAttributes["idempotencyKey"].StringValue, nil
 	})
-	h := sqsbatch.WrapMessage(idempotent.NewMemoryStore(), handle, byAttr, sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.WrapMessage(newEngine(idempotent.NewMemoryStore()), handle, byAttr)
 
 	resp, err := h(context.Background(), batch(
 		withAttr(msg("m1", "plain text"), "k1"),
@@ -341,8 +344,8 @@ func TestInBatchDuplicates(t *testing.T) {
 					mk = func(id, body string) events.SQSMessage { return fifoMsg(id, "g-"+id, body) }
 				}
 				rec := newRecorder()
-				h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle,
-					sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism(parallelism), sqsbatch.WithLogger(quiet()))
+				h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle,
+					sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](parallelism))
 				var msgs []events.SQSMessage
 				for i, id := range []string{"a", "b", "a", "c", "a", "b", "a"} {
 					msgs = append(msgs, mk(fmt.Sprintf("m%d", i), body(id, 1)))
@@ -362,7 +365,7 @@ func TestInBatchDuplicates(t *testing.T) {
 func TestDuplicateMessageIDReportedOnce(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder()
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle, sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle)
 	resp, err := h(context.Background(), batch(msg("m1", body("fail", 1)), msg("m1", body("fail", 1))))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, failedIDs(resp))
@@ -370,7 +373,7 @@ func TestDuplicateMessageIDReportedOnce(t *testing.T) {
 
 func TestEmptyBatch(t *testing.T) {
 	t.Parallel()
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle)
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), newRecorder().handle)
 	resp, err := h(context.Background(), events.SQSEvent{})
 	require.NoError(t, err)
 	assert.NotNil(t, resp.BatchItemFailures, "an empty list, not null")
@@ -398,8 +401,7 @@ func TestMessageFromContext(t *testing.T) {
 		defer mu.Unlock()
 		inHook = append(inHook, m.MessageId+":"+ev.Outcome.String())
 	}
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), handle, sqsbatch.WithKey(byOrderID),
-		sqsbatch.WithLogger(quiet()), sqsbatch.WithIdempotentOptions(idempotent.WithOutcomeHook(hook)))
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(hook)), handle, sqsbatch.WithKey(byOrderID))
 	_, err := h(context.Background(), batch(msg("m1", body("a", 1)), msg("m2", body("a", 1))))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, inHandler)
@@ -415,24 +417,24 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 		wrap func()
 		want string
 	}{
-		{"nil handler", func() { sqsbatch.Wrap[order](store, nil) }, "nil handler"},
-		{"nil message handler", func() { sqsbatch.WrapMessage(store, nil) }, "nil handler"},
-		{"nil store", func() { sqsbatch.Wrap(nil, handle) }, "nil store"},
-		{"key of another type", func() {
-			sqsbatch.Wrap(store, handle, sqsbatch.WithKey(func(string) (string, error) { return "", nil }))
-		}, "WithKey"},
+		{"nil handler", func() { sqsbatch.Wrap[order](newEngine(store), nil) }, "sqsbatch: Wrap: nil handler"},
+		{"nil message handler", func() { sqsbatch.WrapMessage(newEngine(store), nil) }, "sqsbatch: WrapMessage: nil handler"},
+		{"nil Engine", func() { sqsbatch.Wrap(nil, handle) }, "sqsbatch: Wrap: nil Engine"},
+		{"nil Engine of WrapMessage", func() {
+			sqsbatch.WrapMessage(nil, func(context.Context, events.SQSMessage) error { return nil })
+		}, "sqsbatch: WrapMessage: nil Engine"},
 		{"nil key function", func() {
-			sqsbatch.Wrap(store, handle, sqsbatch.WithKey[order](nil))
-		}, "nil function"},
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithKey[order](nil))
+		}, "sqsbatch: WithKey: nil function"},
 		{"nil key function of the SQS message", func() {
-			sqsbatch.Wrap(store, handle, sqsbatch.WithKey[events.SQSMessage](nil))
-		}, "nil function"},
-		{"payload of another type", func() {
-			sqsbatch.Wrap(store, handle, sqsbatch.WithPayloadValidation(func(int) (any, error) { return nil, nil }))
-		}, "WithPayloadValidation"},
-		{"core WithKey", func() {
-			sqsbatch.Wrap(store, handle, sqsbatch.WithIdempotentOptions(idempotent.WithKey(byOrderID)))
-		}, "WithKey"},
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithMessageKey[order](nil))
+		}, "sqsbatch: WithMessageKey: nil function"},
+		{"nil payload function", func() {
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithPayloadValidation[order](nil))
+		}, "sqsbatch: WithPayloadValidation: nil function"},
+		{"nil payload function of the SQS message", func() {
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithMessagePayloadValidation[order](nil))
+		}, "sqsbatch: WithMessagePayloadValidation: nil function"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -443,6 +445,28 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 				assert.Contains(t, r, tt.want)
 			}()
 			tt.wrap()
+		})
+	}
+}
+
+// TestOptionsOfAnotherTypeDoNotCompile: an option whose function takes
+// another message type than the handler's fails to compile, rather than
+// panicking at start-up.
+func TestOptionsOfAnotherTypeDoNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	tests := []struct{ prog, want string }{
+		{"key", "does not match"}, // Wrap infers two message types
+		{"payload", "cannot use"}, // WrapMessage's type is fixed
+	}
+	for _, tt := range tests {
+		t.Run(tt.prog, func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command("go", "build", "-o", os.DevNull, "./testdata/mismatch/"+tt.prog).CombinedOutput()
+			require.Error(t, err, "a mismatched %s function compiled", tt.prog)
+			assert.Contains(t, string(out), tt.want, "it fails for the mismatch, not for anything else: %s", out)
+			assert.Contains(t, string(out), "sqsbatch.Option[order]", "the option of the other type is named: %s", out)
 		})
 	}
 }
@@ -468,7 +492,7 @@ func TestLogsNeverHoldBodiesOrKeys(t *testing.T) {
 		}
 		return nil
 	}
-	h := sqsbatch.Wrap(store, handle, sqsbatch.WithLogger(logger), sqsbatch.WithParallelism(3),
+	h := sqsbatch.Wrap(newEngine(store, idempotent.WithLogger(logger)), handle, sqsbatch.WithParallelism[event](3),
 		sqsbatch.WithKey(func(e event) (string, error) { return e.Account, nil }))
 	ok := `{"account":"` + secretKey + `","note":"` + secretBody + `","at":"2025-01-02T03:04:05Z"}`
 	msgs := []events.SQSMessage{
@@ -519,34 +543,36 @@ func (o *pointerOrder) Validate() error {
 func TestValidateWithPointerReceiver(t *testing.T) {
 	t.Parallel()
 	var calls []string
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, o pointerOrder) error {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(_ context.Context, o pointerOrder) error {
 		calls = append(calls, o.OrderID)
 		return nil
-	}, sqsbatch.WithLogger(quiet()))
+	})
 	resp, err := h(context.Background(), batch(msg("m1", `{"orderId":"a"}`), msg("m2", `{}`)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m2"}, failedIDs(resp))
 	assert.Equal(t, []string{"a"}, calls)
 }
 
-// TestDefaultLogger runs without WithLogger: records go to slog.Default, as
-// it is when they are written, and still carry the message ID. Not parallel:
-// it replaces the default logger.
+// TestDefaultLogger runs an Engine without idempotent.WithLogger: records go
+// to slog.Default, as it is when they are written, and still carry the
+// message ID. Not parallel: it replaces the default logger.
 func TestDefaultLogger(t *testing.T) {
 	var buf testlog.Buffer
 	old := slog.Default()
 	t.Cleanup(func() { slog.SetDefault(old) })
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), newRecorder().handle) // before SetDefault
+	h := sqsbatch.Wrap(idempotent.New(idempotent.NewMemoryStore()), newRecorder().handle) // before SetDefault
 	slog.SetDefault(testlog.Logger(&buf))
 
 	_, err := h(context.Background(), batch(msg("m1", body("a", 1)), msg("m2", "not json")))
 	require.NoError(t, err)
 	lines := logLines(t, bytes.NewBufferString(buf.String()))
-	require.Len(t, lines, 2)
+	require.Len(t, lines, 3)
 	assert.Equal(t, "idempotent: executed", lines[0]["msg"])
 	assert.Equal(t, "m1", lines[0]["message_id"])
 	assert.Equal(t, "sqsbatch: message cannot be processed", lines[1]["msg"])
 	assert.Equal(t, "m2", lines[1]["message_id"])
+	assert.Equal(t, "idempotent: rejected", lines[2]["msg"], "the Engine hears of the rejection")
+	assert.Equal(t, "m2", lines[2]["message_id"])
 }
 
 func TestOutcomeHookCountsEveryMessage(t *testing.T) {
@@ -564,11 +590,11 @@ func TestOutcomeHookCountsEveryMessage(t *testing.T) {
 			rejectedErr = e.Err
 		}
 	}
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, struct {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(hook)), func(context.Context, struct {
 		OrderID string `json:"orderId"`
 	}) error {
 		return nil
-	}, sqsbatch.WithOutcomeHook(hook))
+	})
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "good", Body: `{"orderId":"o-1"}`},
 		{MessageId: "poison", Body: `{not json`},
@@ -588,13 +614,12 @@ func TestOutcomeHookPanicFailsOnlyItsMessage(t *testing.T) {
 	for _, parallelism := range []int{1, 4} {
 		t.Run(fmt.Sprintf("parallelism %d", parallelism), func(t *testing.T) {
 			rec := newRecorder()
-			h := sqsbatch.Wrap(idempotent.NewMemoryStore(), rec.handle,
-				sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()), sqsbatch.WithParallelism(parallelism),
-				sqsbatch.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
-					if ev.Outcome == idempotent.OutcomeRejected {
-						panic("hook bug")
-					}
-				}))
+			e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+				if ev.Outcome == idempotent.OutcomeRejected {
+					panic("hook bug")
+				}
+			}))
+			h := sqsbatch.Wrap(e, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](parallelism))
 			var resp events.SQSEventResponse
 			var err error
 			require.NotPanics(t, func() {
@@ -611,13 +636,12 @@ func TestOutcomeHookPanicFailsOnlyItsMessage(t *testing.T) {
 func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
 	sentinel := errors.New("sentinel")
 	var got error
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) error { panic(sentinel) },
-		sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()),
-		sqsbatch.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
-			if ev.Outcome == idempotent.OutcomeHandlerError {
-				got = ev.Err
-			}
-		}))
+	e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+		if ev.Outcome == idempotent.OutcomeHandlerError {
+			got = ev.Err
+		}
+	}))
+	h := sqsbatch.Wrap(e, func(context.Context, order) error { panic(sentinel) }, sqsbatch.WithKey(byOrderID))
 	resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m1"}, failedIDs(resp))
@@ -642,7 +666,7 @@ func TestDuplicateAfterFailedCompletion(t *testing.T) {
 				}
 				return mem.Complete(ctx, r)
 			}}
-			h := sqsbatch.Wrap(store, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+			h := sqsbatch.Wrap(newEngine(store), rec.handle, sqsbatch.WithKey(byOrderID))
 			// m4 reuses o1's key with another payload: still refused.
 			ev := batch(msg("m1", body("o1", 5)), msg("m2", body("o1", 5)), msg("m3", body("o3", 1)), msg("m4", body("o1", 6)))
 			if fifo {
@@ -673,7 +697,7 @@ func TestReplayDoesNotMarkKeyDone(t *testing.T) {
 		}
 		return mem.Claim(ctx, r, now)
 	}}
-	h := sqsbatch.Wrap(store, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+	h := sqsbatch.Wrap(newEngine(store), rec.handle, sqsbatch.WithKey(byOrderID))
 	_, err := h(context.Background(), batch(msg("m0", body("o1", 5)))) // completes o1
 	require.NoError(t, err)
 
@@ -687,12 +711,12 @@ func TestReplayDoesNotMarkKeyDone(t *testing.T) {
 // lanes, one of ours): the message and the rest of its lane are reported
 // failed, to be redelivered, never silently deleted; other lanes finish.
 func TestGoexitInHandlerLosesNoMessage(t *testing.T) {
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(_ context.Context, o order) error {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(_ context.Context, o order) error {
 		if o.OrderID == "exit" {
 			runtime.Goexit()
 		}
 		return nil
-	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()), sqsbatch.WithParallelism(3))
+	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](3))
 	ev := batch(fifoMsg("m1", "g1", body("exit", 1)), fifoMsg("m2", "g1", body("after", 1)), fifoMsg("m3", "g2", body("ok", 1)))
 	resp, err := h(context.Background(), ev)
 	require.NoError(t, err)
@@ -704,10 +728,10 @@ func TestGoexitInHandlerLosesNoMessage(t *testing.T) {
 // deleted as if its key were done.
 func TestHandlerErrorWrappingResponseNotStoredFails(t *testing.T) {
 	runs := 0
-	h := sqsbatch.Wrap(idempotent.NewMemoryStore(), func(context.Context, order) error {
+	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(context.Context, order) error {
 		runs++
 		return fmt.Errorf("charge: %w", idempotent.ErrResponseNotStored)
-	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithLogger(quiet()))
+	}, sqsbatch.WithKey(byOrderID))
 	for range 2 {
 		resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
 		require.NoError(t, err)
