@@ -229,17 +229,18 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 	bh := &blockingHandler{block: map[string]chan struct{}{}, started: map[string]chan struct{}{}, fail: map[string]bool{}}
 	store := dynamostore.New(client, table)
 	opts := []idempotent.Option{
-		idempotent.WithKey(eventKey), idempotent.WithPrefix("calls"), idempotent.WithExpiry(time.Hour),
+		idempotent.WithPrefix("calls"), idempotent.WithExpiry(time.Hour),
 		idempotent.WithMaxLease(maxLease), idempotent.WithLogger(slog.New(slog.DiscardHandler)),
 		clock.option(), outcomes.option(),
 	}
-	h := idempotent.Wrap(store, bh.handle, opts...)
-	other := idempotent.Wrap(store, bh.handle, opts...) // another process: its own engine, no coalescing with h
-	cached := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithLocalCache(1024))...)
-	waiting := idempotent.Wrap(store, bh.handle, append(slices.Clone(opts), idempotent.WithWaitInProgress(30*time.Second))...)
+	withKey := idempotent.WithKey(eventKey)
+	h := idempotent.Wrap(idempotent.New(store, opts...), bh.handle, withKey)
+	other := idempotent.Wrap(idempotent.New(store, opts...), bh.handle, withKey) // another process: its own engine, no coalescing with h
+	cached := idempotent.Wrap(idempotent.New(store, append(slices.Clone(opts), idempotent.WithLocalCache(1024))...), bh.handle, withKey)
+	waiting := idempotent.Wrap(idempotent.New(store, append(slices.Clone(opts), idempotent.WithWaitInProgress(30*time.Second))...), bh.handle, withKey)
 	sh := &stepsHandler{stall: map[string][2]chan struct{}{}}
-	stepped := idempotent.Wrap(store, sh.handle, opts...)
-	steppedOther := idempotent.Wrap(store, sh.handle, opts...) // the process that takes over
+	stepped := idempotent.Wrap(idempotent.New(store, opts...), sh.handle, withKey)
+	steppedOther := idempotent.Wrap(idempotent.New(store, opts...), sh.handle, withKey) // the process that takes over
 
 	run := "c" + randomHex(6)
 	// invoke calls f with key, counting the calls made under its context.

@@ -101,8 +101,7 @@ func driveMain(args []string) error {
 	}
 	var mu sync.Mutex
 	outcomes := map[string]int{}
-	h := idempotent.Wrap(dynamostore.New(client, *table), paddedCharge(*pad),
-		idempotent.WithKey(eventKey),
+	engine := idempotent.New(dynamostore.New(client, *table),
 		idempotent.WithPrefix("bench"),
 		idempotent.WithExpiry(time.Hour),
 		idempotent.WithLogger(slog.New(slog.DiscardHandler)),
@@ -111,6 +110,7 @@ func driveMain(args []string) error {
 			outcomes[ev.Outcome.String()]++
 			mu.Unlock()
 		}))
+	h := idempotent.Wrap(engine, paddedCharge(*pad), idempotent.WithKey(eventKey))
 
 	run := "g" + randomHex(6)
 	keys := func(phase string, count int) []string {

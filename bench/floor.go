@@ -212,9 +212,10 @@ func (r floorResult) ratioP99() float64 { return r.Wrapped.P99 / r.Bare.P99 }
 // always follows the other), at concurrency 1.
 func runFloor(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, count, warmup int) ([]floorResult, error) {
 	b := &bare{client: client, table: table}
-	h := idempotent.Wrap(dynamostore.New(client, table), chargeHandler,
-		idempotent.WithKey(eventKey), idempotent.WithPrefix("floor"), idempotent.WithExpiry(time.Hour),
+	engine := idempotent.New(dynamostore.New(client, table),
+		idempotent.WithPrefix("floor"), idempotent.WithExpiry(time.Hour),
 		idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	h := idempotent.Wrap(engine, chargeHandler, idempotent.WithKey(eventKey))
 	wrapped := func(ctx context.Context, e paymentEvent) error { _, err := h(ctx, e); return err }
 	run := "f" + randomHex(6)
 

@@ -112,8 +112,8 @@ func startHTTPBench(ctx context.Context, client *dynamodb.Client, table string, 
 	hb := &httpBench{tmpl: tmpl, floor: &bare{client: client, table: table},
 		counted: map[string]*calls{}, held: map[string]chan struct{}{}, started: map[string]chan struct{}{}}
 	mw := func() func(http.Handler) http.Handler {
-		return nethttp.Middleware(dynamostore.New(client, table), nethttp.WithLogger(slog.New(slog.DiscardHandler)),
-			nethttp.WithIdempotentOptions(idempotent.WithPrefix("httpfloor"), idempotent.WithExpiry(time.Hour)))
+		return nethttp.Middleware(idempotent.New(dynamostore.New(client, table), idempotent.WithLogger(slog.New(slog.DiscardHandler)),
+			idempotent.WithPrefix("httpfloor"), idempotent.WithExpiry(time.Hour)))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /wrapped", hb.count(mw()(http.HandlerFunc(hb.charge))))

@@ -318,8 +318,9 @@ var inprocTargets = []inprocTarget{
 // concurrency 16, so DynamoDB Local's JIT has compiled its hot paths before
 // anything is measured.
 func warmUp(ctx context.Context, client dynamostore.Client, table string, tmpl paymentEvent, n int) {
-	h := idempotent.Wrap(dynamostore.New(client, table), chargeHandler, idempotent.WithKey(eventKey),
+	engine := idempotent.New(dynamostore.New(client, table),
 		idempotent.WithPrefix("warmup"), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	h := idempotent.Wrap(engine, chargeHandler, idempotent.WithKey(eventKey))
 	keys := make([]string, n)
 	run := randomHex(6)
 	for i := range keys {

@@ -314,9 +314,10 @@ func runRedisFloor(ctx context.Context, client *redis.Client, tmpl paymentEvent,
 	}
 	b := &bareRedis{client: client, prefix: "idembench:" + run + ":bare#"}
 	defer deleteRedisKeys(client, "idembench:"+run+":*")
-	h := idempotent.Wrap(store, chargeHandler,
-		idempotent.WithKey(eventKey), idempotent.WithPrefix("rfloor"), idempotent.WithExpiry(time.Hour),
+	engine := idempotent.New(store,
+		idempotent.WithPrefix("rfloor"), idempotent.WithExpiry(time.Hour),
 		idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	h := idempotent.Wrap(engine, chargeHandler, idempotent.WithKey(eventKey))
 	wrapped := func(ctx context.Context, e paymentEvent) error { _, err := h(ctx, e); return err }
 	handler := func(ctx context.Context, e paymentEvent) error { _, err := chargeHandler(ctx, e); return err }
 	so := storeOnly{store: store}

@@ -34,10 +34,10 @@ func TestUnserializableResponse(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	var runs atomic.Int32
 	var seen outcomes
-	wrapped := idempotent.Wrap(dynamostore.New(e.client, e.tables.Idempotency), func(context.Context, charge) (map[string]float64, error) {
+	wrapped := idempotent.Wrap(idempotent.New(dynamostore.New(e.client, e.tables.Idempotency), seen.hook()), func(context.Context, charge) (map[string]float64, error) {
 		runs.Add(1)
 		return map[string]float64{"ratio": math.Inf(1)}, nil
-	}, idempotent.WithKey(byID), seen.hook())
+	}, idempotent.WithKey(byID))
 	in := charge{ID: newKey(t)}
 
 	out, err := wrapped(ctxTimeout(t, 10*time.Second), in)
@@ -68,7 +68,7 @@ func TestRejectedInput(t *testing.T) {
 		Payload json.RawMessage `json:"payload"`
 	}
 	var runs atomic.Int32
-	wrapped := idempotent.Wrap(store, func(context.Context, input) (string, error) {
+	wrapped := idempotent.Wrap(idempotent.New(store), func(context.Context, input) (string, error) {
 		runs.Add(1)
 		return "done", nil
 	},
@@ -131,9 +131,9 @@ func TestHandlerPanicReleases(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	var seen outcomes
-	wrapped := idempotent.Wrap(dynamostore.New(e.client, e.tables.Idempotency), func(context.Context, charge) (receipt, error) {
+	wrapped := idempotent.Wrap(idempotent.New(dynamostore.New(e.client, e.tables.Idempotency), seen.hook()), func(context.Context, charge) (receipt, error) {
 		panic("test: handler panic")
-	}, idempotent.WithKey(byID), seen.hook())
+	}, idempotent.WithKey(byID))
 	require.PanicsWithValue(t, "test: handler panic", func() {
 		_, _ = wrapped(ctxTimeout(t, 10*time.Second), charge{ID: newKey(t)})
 	})
@@ -148,7 +148,7 @@ func TestBadHTTPInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	var runs atomic.Int32
-	handler := apigateway.WrapV2(dynamostore.New(e.client, e.tables.Idempotency),
+	handler := apigateway.WrapV2(idempotent.New(dynamostore.New(e.client, e.tables.Idempotency)),
 		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			runs.Add(1)
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: `{"ok":true}`}, nil

@@ -253,7 +253,7 @@ func TestCorruptPaymentRecords(t *testing.T) {
 	var seen outcomes
 	var paid atomic.Int32
 	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), e.client, e.tables.Payments,
-		apigateway.WithIdempotentOptions(seen.hook())), e2e.PaymentsTimeout)
+		seen.hook()), e2e.PaymentsTimeout)
 	for _, tt := range []struct {
 		name string
 		data []byte

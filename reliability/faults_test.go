@@ -513,10 +513,10 @@ func TestCompleteAfterCancel(t *testing.T) {
 	var seen outcomes
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	wrapped := idempotent.Wrap(e.store(), func(context.Context, charge) (receipt, error) {
+	wrapped := idempotent.Wrap(idempotent.New(e.store(), seen.hook()), func(context.Context, charge) (receipt, error) {
 		cancel()
 		return receipt{Run: 1}, nil
-	}, idempotent.WithKey(byID), seen.hook())
+	}, idempotent.WithKey(byID))
 	_, err := wrapped(ctx, charge{ID: newKey(t)})
 	require.NoError(t, err)
 	assert.Equal(t, idempotent.OutcomeExecuted, seen.last(t).Outcome)
@@ -599,15 +599,15 @@ func TestFenceCompletion(t *testing.T) {
 	var clkA, clkB clock
 	loggerA, logsA := newLogger()
 	entered, release := make(chan idempotent.Invocation, 1), make(chan struct{})
-	slow := idempotent.Wrap(store, func(ctx context.Context, in charge) (receipt, error) {
+	slow := idempotent.Wrap(idempotent.New(store, append(leaseOptions(&clkA), seenA.hook(), idempotent.WithLogger(loggerA))...), func(ctx context.Context, in charge) (receipt, error) {
 		inv, _ := idempotent.FromContext(ctx)
 		entered <- inv
 		<-release
 		return receipt{ChargeID: in.ID, Run: 1}, nil
-	}, append(leaseOptions(&clkA), idempotent.WithKey(byID), seenA.hook(), idempotent.WithLogger(loggerA))...)
-	fast := idempotent.Wrap(store, func(_ context.Context, in charge) (receipt, error) {
+	}, idempotent.WithKey(byID))
+	fast := idempotent.Wrap(idempotent.New(store, append(leaseOptions(&clkB), seenB.hook())...), func(_ context.Context, in charge) (receipt, error) {
 		return receipt{ChargeID: in.ID, Run: 2}, nil
-	}, append(leaseOptions(&clkB), idempotent.WithKey(byID), seenB.hook())...)
+	}, idempotent.WithKey(byID))
 
 	in := charge{ID: newKey(t)}
 	type result struct {
@@ -655,17 +655,17 @@ func TestFenceRelease(t *testing.T) {
 			var seenA outcomes
 			var clkA, clkB clock
 			entered, release := make(chan struct{}, 1), make(chan struct{})
-			failing := idempotent.Wrap(store, func(context.Context, charge) (receipt, error) {
+			failing := idempotent.Wrap(idempotent.New(store, append(leaseOptions(&clkA), seenA.hook())...), func(context.Context, charge) (receipt, error) {
 				entered <- struct{}{}
 				<-release
 				return receipt{}, errHandler
-			}, append(leaseOptions(&clkA), idempotent.WithKey(byID), seenA.hook())...)
+			}, idempotent.WithKey(byID))
 			bEntered, bRelease := make(chan struct{}, 1), make(chan struct{})
-			owner := idempotent.Wrap(store, func(_ context.Context, in charge) (receipt, error) {
+			owner := idempotent.Wrap(idempotent.New(store, leaseOptions(&clkB)...), func(_ context.Context, in charge) (receipt, error) {
 				bEntered <- struct{}{}
 				<-bRelease
 				return receipt{ChargeID: in.ID, Run: 2}, nil
-			}, append(leaseOptions(&clkB), idempotent.WithKey(byID))...)
+			}, idempotent.WithKey(byID))
 
 			in := charge{ID: newKey(t)}
 			errA := make(chan error, 1)

@@ -294,18 +294,18 @@ func errString(err error) string {
 }
 
 // wrapCounter wraps the handle method of a new counter on store, keyed by the
-// charge's ID and reporting to a new outcomes, with opts after those.
+// charge's ID, on an engine reporting to a new outcomes, with opts after that.
 func wrapCounter(store storage.Store, opts ...idempotent.Option) (func(context.Context, charge) (receipt, error), *counter, *outcomes) {
 	h, seen := &counter{}, &outcomes{}
-	opts = append([]idempotent.Option{idempotent.WithKey(byID), seen.hook()}, opts...)
-	return idempotent.Wrap(store, h.handle, opts...), h, seen
+	e := idempotent.New(store, append([]idempotent.Option{seen.hook()}, opts...)...)
+	return idempotent.Wrap(e, h.handle, idempotent.WithKey(byID)), h, seen
 }
 
 // wrapCreatedV2 wraps, with the API Gateway adapter on store, an HTTP API
 // handler that answers 201 "created"; runs counts its executions.
 func wrapCreatedV2(store storage.Store) (handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), runs *atomic.Int32) {
 	runs = &atomic.Int32{}
-	return apigateway.WrapV2(store, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return apigateway.WrapV2(idempotent.New(store), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		runs.Add(1)
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "created"}, nil
 	}), runs
@@ -315,7 +315,7 @@ func wrapCreatedV2(store storage.Store) (handler func(context.Context, events.AP
 // by their ID that succeeds; runs counts its executions.
 func wrapBatch(store storage.Store) (handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), runs *atomic.Int32) {
 	runs = &atomic.Int32{}
-	return sqsbatch.Wrap(store, func(context.Context, charge) error {
+	return sqsbatch.Wrap(idempotent.New(store), func(context.Context, charge) error {
 		runs.Add(1)
 		return nil
 	}, sqsbatch.WithKey(byID)), runs

@@ -98,10 +98,10 @@ func TestOversizedResponses(t *testing.T) {
 			var runs atomic.Int32
 			var seen outcomes
 			logger, logs := newLogger()
-			wrapped := idempotent.Wrap(store, func(context.Context, charge) (string, error) {
+			wrapped := idempotent.Wrap(idempotent.New(store, seen.hook(), idempotent.WithLogger(logger)), func(context.Context, charge) (string, error) {
 				runs.Add(1)
 				return tt.body, nil
-			}, idempotent.WithKey(byID), seen.hook(), idempotent.WithLogger(logger))
+			}, idempotent.WithKey(byID))
 			in := charge{ID: newKey(t)}
 
 			out, err := wrapped(ctxTimeout(t, 30*time.Second), in)
@@ -142,7 +142,7 @@ func TestOversizedHTTPResponse(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	var runs atomic.Int32
 	body := randomText(9, 1<<20)
-	handler := apigateway.WrapV2(dynamostore.New(e.client, e.tables.Idempotency),
+	handler := apigateway.WrapV2(idempotent.New(dynamostore.New(e.client, e.tables.Idempotency)),
 		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			runs.Add(1)
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: body}, nil

@@ -71,23 +71,25 @@ func TestClockSkew(t *testing.T) {
 			// The owner's last clock reading before its handler starts is
 			// the claim's; the taker's clock counts from it, in real time.
 			var lastReading atomic.Int64
-			owner := idempotent.Wrap(store, func(ctx context.Context, c charge) (receipt, error) {
-				ownerRuns.Add(1)
-				close(entered)
-				<-release
-				return receipt{ChargeID: c.ID, Run: 1}, nil
-			}, idempotent.WithKey(byID), idempotent.WithMaxLease(budget), ownerSeen.hook(),
+			ownerEngine := idempotent.New(store, idempotent.WithMaxLease(budget), ownerSeen.hook(),
 				idempotent.WithClock(func() time.Time {
 					now := time.Now()
 					lastReading.Store(now.UnixNano())
 					return now.Add(tt.owner)
 				}))
+			owner := idempotent.Wrap(ownerEngine, func(ctx context.Context, c charge) (receipt, error) {
+				ownerRuns.Add(1)
+				close(entered)
+				<-release
+				return receipt{ChargeID: c.ID, Run: 1}, nil
+			}, idempotent.WithKey(byID))
 			var claimed time.Time
-			taker := idempotent.Wrap(store, func(context.Context, charge) (receipt, error) {
+			takerEngine := idempotent.New(store, idempotent.WithMaxLease(budget), takerSeen.hook(),
+				idempotent.WithClock(func() time.Time { return claimed.Add(tt.elapsed + tt.taker) }))
+			taker := idempotent.Wrap(takerEngine, func(context.Context, charge) (receipt, error) {
 				takerRuns.Add(1)
 				return receipt{Run: 2}, nil
-			}, idempotent.WithKey(byID), idempotent.WithMaxLease(budget), takerSeen.hook(),
-				idempotent.WithClock(func() time.Time { return claimed.Add(tt.elapsed + tt.taker) }))
+			}, idempotent.WithKey(byID))
 
 			in := charge{ID: newKey(t)}
 			ownerDone := make(chan error, 1)
@@ -123,7 +125,7 @@ func TestClockSkew(t *testing.T) {
 		t.Parallel()
 		var seen outcomes
 		var before time.Time
-		wrapped := idempotent.Wrap(store, func(ctx context.Context, c charge) (receipt, error) {
+		wrapped := idempotent.Wrap(idempotent.New(store, idempotent.WithMaxLease(budget), seen.hook()), func(ctx context.Context, c charge) (receipt, error) {
 			after := time.Now()
 			inv, _ := idempotent.FromContext(ctx)
 			leaseEnd := parseMillis(t, num(e.record(t, inv.RecordID), "in_progress_expiration"))
@@ -132,7 +134,7 @@ func TestClockSkew(t *testing.T) {
 			between(t, "lease = budget + margin", leaseEnd, before.Add(budget+margin-time.Millisecond), after.Add(budget+margin))
 			between(t, "handler deadline = budget - reserve", deadline, before.Add(handlerEnd), after.Add(handlerEnd))
 			return receipt{}, nil
-		}, idempotent.WithKey(byID), idempotent.WithMaxLease(budget), seen.hook())
+		}, idempotent.WithKey(byID))
 		before = time.Now()
 		_, err := wrapped(ctxTimeout(t, 30*time.Second), charge{ID: newKey(t)})
 		require.NoError(t, err)

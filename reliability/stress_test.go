@@ -27,7 +27,6 @@ import (
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
-	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 )
 
 // The load of TestStress. The defaults are the small version that runs in
@@ -141,7 +140,7 @@ type payJob struct {
 func stressPayments(t *testing.T, e *env, store *dynamostore.Store, run string) {
 	keys, workers := *stressKeys, *stressWorkers
 	var seen outcomes
-	invoke := e2e.LocalInvoker(payments.New(store, e.client, e.tables.Payments, apigateway.WithIdempotentOptions(seen.hook())), e2e.PaymentsTimeout)
+	invoke := e2e.LocalInvoker(payments.New(store, e.client, e.tables.Payments, seen.hook()), e2e.PaymentsTimeout)
 
 	sample, err := samples.HTTP(samples.PaymentNew)
 	require.NoError(t, err)
@@ -281,7 +280,7 @@ type ordMsg struct {
 func stressOrders(t *testing.T, e *env, store *dynamostore.Store, run string) {
 	keys, workers := *stressKeys, *stressWorkers
 	var seen outcomes
-	invoke := e2e.LocalInvoker(orders.New(store, e.client, e.tables.Inventory, sqsbatch.WithIdempotentOptions(seen.hook())), e2e.OrdersTimeout)
+	invoke := e2e.LocalInvoker(orders.New(store, e.client, e.tables.Inventory, seen.hook()), e2e.OrdersTimeout)
 
 	// Each order is delivered as its first message, SQS redeliveries of it
 	// (the same message id) and producer resends (new message ids).

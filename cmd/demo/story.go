@@ -14,7 +14,6 @@ import (
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
@@ -223,7 +222,7 @@ func (crashingStore) Complete(context.Context, storage.Record) error {
 func (d *demo) crashAndTakeover(ctx context.Context) error {
 	ev := withKey(sample(samples.PaymentNew), freshKey())
 	crashed := payments.New(crashingStore{d.store}, d.client, d.tables.Payments,
-		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(d.hook("payments"))))
+		idempotent.WithOutcomeHook(d.hook("payments")))
 	first, err := d.payWith(ctx, crashed, ev)
 	if err != nil {
 		return err
@@ -238,7 +237,7 @@ func (d *demo) crashAndTakeover(ctx context.Context) error {
 	// A minute later: a fresh process whose clock is past the lease.
 	later := func() time.Time { return time.Now().Add(time.Minute) }
 	restarted := payments.New(d.store, d.client, d.tables.Payments,
-		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(d.hook("payments")), idempotent.WithClock(later)))
+		idempotent.WithOutcomeHook(d.hook("payments")), idempotent.WithClock(later))
 	a, err := d.payWith(ctx, restarted, ev)
 	if err != nil {
 		return err

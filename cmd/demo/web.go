@@ -70,9 +70,7 @@ func (g *gatedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, op
 // scene and drives it with a real http.Client.
 func (d *demo) webStory(ctx context.Context, first int) error {
 	d.web = &web{gate: &gatedLedger{Ledger: d.client}, answers: map[string]answer{}, added: map[string]int{}}
-	idem := nethttp.Middleware(d.store, nethttp.WithIdempotentOptions(
-		idempotent.WithPrefix(payments.Prefix), idempotent.WithExpiry(payments.Expiry),
-		idempotent.WithOutcomeHook(d.hook("payments"))))
+	idem := nethttp.Middleware(payments.Engine(d.store, idempotent.WithOutcomeHook(d.hook("payments"))))
 	mux := http.NewServeMux()
 	mux.Handle("POST "+payments.Path, idem(payments.NewHTTPHandler(d.web.gate, d.tables.Payments)))
 

@@ -140,7 +140,7 @@ const httpResponse = `{"statusCode":201,"headers":{"Content-Type":"application/j
 
 // seed writes a completed HTTP record, a live and a lapsed INPROGRESS record
 // to store, at now.
-func seed(t *testing.T, store storage.Store, now time.Time) (done, live, lapsed storage.Record) {
+func seed(t *testing.T, store storage.StepStore, now time.Time) (done, live, lapsed storage.Record) {
 	t.Helper()
 	ctx := t.Context()
 	mk := func(key string, lease time.Duration) storage.Record {
@@ -284,9 +284,9 @@ func TestDynamoDBAPIGatewayRecord(t *testing.T) {
 	t.Parallel()
 	client := localddb.TestClient(t)
 	table, store := newTable(t, client, layouts[0], false)
-	h := apigateway.WrapV2(store, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h := apigateway.WrapV2(idempotent.New(store, idempotent.WithPrefix("payments")), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Location": "/payments/pay_9"}, Body: `{"id":"pay_9"}`}, nil
-	}, apigateway.WithIdempotentOptions(idempotent.WithPrefix("payments")))
+	})
 	ev := events.APIGatewayV2HTTPRequest{RawPath: "/payments", Body: `{"amount":5}`,
 		Headers: map[string]string{"idempotency-key": "order-77", "content-type": "application/json"}}
 	ev.RequestContext.HTTP.Method = "POST"

@@ -119,10 +119,15 @@ func reservationToken(ctx context.Context) string {
 // New returns the orders Lambda handler: an SQS batch consumer, idempotent
 // per orderId with sqsbatch.Wrap over store, that reserves stock in the
 // inventory table through inventory and answers with a partial batch
-// response. opts are applied after the function's own (key orderId,
-// parallelism, prefix Prefix, expiry Expiry), so they can override them.
-func New(store storage.Store, inventory Inventory, table string, opts ...sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	return newReserver(inventory, table).wrap(store, opts)
+// response, Parallelism orders at a time. opts configure the engine
+// (idempotent.New) after the function's own settings (prefix Prefix, expiry
+// Expiry), so they can override them and add, for example,
+// idempotent.WithOutcomeHook(...).
+func New(store storage.Store, inventory Inventory, table string, opts ...idempotent.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	e := idempotent.New(store, append([]idempotent.Option{idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)}, opts...)...)
+	return sqsbatch.Wrap(e, newReserver(inventory, table).reserve,
+		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
+		sqsbatch.WithParallelism[Order](Parallelism))
 }
 
 // reserver is the function's logic, before idempotency.
@@ -139,15 +144,6 @@ func newReserver(inventory Inventory, table string) *reserver {
 		panic("orders: New: empty table name")
 	}
 	return &reserver{inventory: inventory, table: table}
-}
-
-func (r *reserver) wrap(store storage.Store, opts []sqsbatch.Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	all := append([]sqsbatch.Option{
-		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
-		sqsbatch.WithParallelism(Parallelism),
-		sqsbatch.WithIdempotentOptions(idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)),
-	}, opts...)
-	return sqsbatch.Wrap(store, r.reserve, all...)
 }
 
 // reserve adds the order's quantity to its SKU's reserved count. ADD alone

@@ -18,9 +18,8 @@ const MaxBody = 6 << 20
 
 // NewHTTPHandler returns the payments function's logic (POST /payments,
 // recording each payment in the ledger table through ledger) as a net/http
-// handler, without idempotency: wrap it with nethttp.Middleware, with
-// nethttp.WithIdempotentOptions(idempotent.WithPrefix(Prefix),
-// idempotent.WithExpiry(Expiry)) for the Lambda function's settings. It
+// handler, without idempotency: wrap it with nethttp.Middleware on
+// Engine(store) for the Lambda function's settings. It
 // answers as New's handler does, problem types included; a ledger failure is
 // answered 500, which the middleware does not store, so the client's retry
 // runs again. The payment ID comes from idempotent.DownstreamKey of the

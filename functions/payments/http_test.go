@@ -31,8 +31,7 @@ func TestHTTPHandler(t *testing.T) {
 		}
 		return nil
 	}}
-	idem := nethttp.Middleware(idempotent.NewMemoryStore(),
-		nethttp.WithIdempotentOptions(idempotent.WithPrefix(payments.Prefix), idempotent.WithExpiry(payments.Expiry)))
+	idem := nethttp.Middleware(payments.Engine(idempotent.NewMemoryStore()))
 	srv := httptest.NewServer(idem(payments.NewHTTPHandler(ledger, "ledger")))
 	defer srv.Close()
 

@@ -75,11 +75,18 @@ type LedgerItem struct {
 
 // New returns the payments Lambda handler: POST /payments, made idempotent by
 // its Idempotency-Key header with apigateway.WrapV2 over store, recording each
-// payment in the ledger table through ledger. opts are applied after the
-// function's own (prefix Prefix, expiry Expiry), so they can override them and
-// add, for example, apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(...)).
-func New(store storage.Store, ledger Ledger, table string, opts ...apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return newHandler(ledger, table, time.Now, NewPaymentID).wrap(store, opts)
+// payment in the ledger table through ledger. opts configure the engine
+// (idempotent.New) after the function's own settings (Engine), so they can
+// override them and add, for example, idempotent.WithOutcomeHook(...).
+func New(store storage.Store, ledger Ledger, table string, opts ...idempotent.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return apigateway.WrapV2(Engine(store, opts...), newHandler(ledger, table, time.Now, NewPaymentID).serve)
+}
+
+// Engine returns the engine the payments function runs on: store with its
+// settings (prefix Prefix, expiry Expiry), then opts. New and NewURLHandler
+// use it; so can a caller that serves NewHTTPHandler itself.
+func Engine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)}, opts...)...)
 }
 
 // handler is the function's logic, before idempotency.
@@ -106,13 +113,6 @@ func newHandler(ledger Ledger, table string, now func() time.Time, newID func() 
 		panic(fmt.Sprintf("payments: build condition: %v", err)) // a constant expression
 	}
 	return &handler{ledger: ledger, table: table, now: now, newID: newID, put: put}
-}
-
-func (h *handler) wrap(store storage.Store, opts []apigateway.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	all := append([]apigateway.Option{
-		apigateway.WithIdempotentOptions(idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)),
-	}, opts...)
-	return apigateway.WrapV2(store, h.serve, all...)
 }
 
 // serve answers one request. Routing and validation answers are 4xx, which

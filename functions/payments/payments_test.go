@@ -190,7 +190,7 @@ func TestTakeoverRecordsOnePayment(t *testing.T) {
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	ledger := &e2e.MemoryTables{}
 	handler := payments.New(crashingStore{idempotent.NewMemoryStore()}, ledger, "ledger",
-		apigateway.WithIdempotentOptions(idempotent.WithClock(clock)))
+		idempotent.WithClock(clock))
 
 	ctx, cancel := context.WithTimeout(t.Context(), e2e.PaymentsTimeout)
 	defer cancel()
@@ -229,7 +229,7 @@ func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 		}
 		return nil
 	}}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", apigateway.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", idempotent.WithLogger(slog.New(slog.DiscardHandler)))
 
 	failed, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
@@ -254,7 +254,7 @@ func TestKeyReusedAfterExpiry(t *testing.T) {
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	ledger := &e2e.MemoryTables{}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", apigateway.WithIdempotentOptions(idempotent.WithClock(clock)))
+	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", idempotent.WithClock(clock))
 
 	first, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)

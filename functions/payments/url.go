@@ -20,19 +20,14 @@ import (
 const ProblemUnsigned = "https://idemkit.dev/problems/payments/unsigned-request"
 
 // NewURLHandler returns the payments API as the Function URL sample serves
-// it with lambdaurl.Start: NewHTTPHandler behind nethttp.Middleware over
-// store, with the Lambda function's settings (prefix Prefix, expiry Expiry)
-// and each key scoped to the IAM identity that signed the request (see
-// URLCaller). A request without one is answered 403 (ProblemUnsigned)
-// before the middleware sees it. opts are applied after the function's own,
-// so they can add, for example,
-// nethttp.WithIdempotentOptions(idempotent.WithOutcomeHook(...)).
-func NewURLHandler(store storage.Store, ledger Ledger, table string, opts ...nethttp.Option) http.Handler {
-	all := append([]nethttp.Option{
-		nethttp.WithIdempotentOptions(idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)),
-		nethttp.WithScope(callerScope),
-	}, opts...)
-	idem := nethttp.Middleware(store, all...)(NewHTTPHandler(ledger, table))
+// it with lambdaurl.Start: NewHTTPHandler behind nethttp.Middleware on
+// Engine(store, opts...), the Lambda function's settings (prefix Prefix,
+// expiry Expiry) and then opts, which can add, for example,
+// idempotent.WithOutcomeHook(...). Each key is scoped to the IAM identity
+// that signed the request (see URLCaller); a request without one is
+// answered 403 (ProblemUnsigned) before the middleware sees it.
+func NewURLHandler(store storage.Store, ledger Ledger, table string, opts ...idempotent.Option) http.Handler {
+	idem := nethttp.Middleware(Engine(store, opts...), nethttp.WithScope(callerScope))(NewHTTPHandler(ledger, table))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := URLCaller(r.Context())
 		if err != nil {

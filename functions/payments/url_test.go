@@ -61,7 +61,7 @@ func TestURLHandler(t *testing.T) {
 	t.Parallel()
 	ledger := &e2e.MemoryTables{}
 	h := lambdaurl.Wrap(payments.NewURLHandler(idempotent.NewMemoryStore(), ledger, "ledger",
-		nethttp.WithLogger(testlog.Logger(io.Discard))))
+		idempotent.WithLogger(testlog.Logger(io.Discard))))
 	invoke := func(ev *events.LambdaFunctionURLRequest) urlAnswer {
 		t.Helper()
 		resp, err := h(t.Context(), ev)

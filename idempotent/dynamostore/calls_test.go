@@ -40,7 +40,6 @@ func TestWrapCallCounts(t *testing.T) {
 	}
 	wrap := func(h func(context.Context, request) (response, error), ev *event, extra ...idempotent.Option) func(context.Context, request) (response, error) {
 		opts := []idempotent.Option{
-			idempotent.WithKey(func(r request) (string, error) { return r.Key, nil }),
 			idempotent.WithPrefix("test"),
 			idempotent.WithClock(clock),
 			idempotent.WithMaxLease(time.Second),
@@ -51,7 +50,8 @@ func TestWrapCallCounts(t *testing.T) {
 				ev.events = append(ev.events, e)
 			}),
 		}
-		return idempotent.Wrap[request, response](store, h, append(opts, extra...)...)
+		e := idempotent.New(store, append(opts, extra...)...)
+		return idempotent.Wrap(e, h, idempotent.WithKey(func(r request) (string, error) { return r.Key, nil }))
 	}
 	ok := func(context.Context, request) (response, error) { return response{N: 1}, nil }
 	errHandler := errors.New("handler failed")

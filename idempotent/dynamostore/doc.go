@@ -6,7 +6,7 @@
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	...
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	lambda.Start(idempotent.Wrap(store, handler, idempotent.WithKey(orderID)))
+//	lambda.Start(idempotent.Wrap(idempotent.New(store), handler, idempotent.WithKey(orderID)))
 //
 // A Store is safe for concurrent use. Create it once, outside the handler.
 //

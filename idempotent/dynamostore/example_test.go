@@ -37,7 +37,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-	lambda.Start(idempotent.Wrap(store, charge,
+	lambda.Start(idempotent.Wrap(idempotent.New(store), charge,
 		idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }),
 		idempotent.WithPayloadValidation(func(r ChargeRequest) (any, error) { return r, nil }),
 	))

@@ -215,11 +215,11 @@ func FuzzDecodeRecord(f *testing.F) {
 		// And through the wrapper: never a panic, never a replay of an
 		// item that is corrupt or of another version.
 		var ran bool
-		wrapped := idempotent.Wrap(store, func(context.Context, string) (string, error) {
+		e := idempotent.New(store, idempotent.WithClock(func() time.Time { return fuzzNow }), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+		wrapped := idempotent.Wrap(e, func(context.Context, string) (string, error) {
 			ran = true
 			return "ran", nil
-		}, idempotent.WithKey(func(in string) (string, error) { return in, nil }),
-			idempotent.WithClock(func() time.Time { return fuzzNow }), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+		}, idempotent.WithKey(func(in string) (string, error) { return in, nil }))
 		out, werr := wrapped(context.Background(), "key")
 		switch {
 		case ran:

@@ -3,7 +3,8 @@
 // metrics with no API call and no agent.
 //
 //	metrics := emf.New(os.Stdout, func(o *emf.Options) { o.Namespace = "payments" })
-//	handler := idempotent.Wrap(store, charge, idempotent.WithOutcomeHook(metrics.Hook))
+//	engine := idempotent.New(store, idempotent.WithOutcomeHook(metrics.Hook))
+//	handler := idempotent.Wrap(engine, charge)
 //
 // Each invocation writes one line holding a count of 1 for its outcome
 // (executed, replayed, in_progress, payload_mismatch, handler_error,

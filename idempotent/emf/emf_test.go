@@ -59,12 +59,12 @@ func TestOutcomesAreCountedAsEMF(t *testing.T) {
 		o.Now = func() time.Time { return now }
 	})
 	store := idempotent.NewMemoryStore()
-	h := idempotent.Wrap(store, func(_ context.Context, id string) (string, error) {
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(metrics.Hook)), func(_ context.Context, id string) (string, error) {
 		if id == "fail" {
 			return "", errors.New("boom")
 		}
 		return "ok " + id, nil
-	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }), idempotent.WithOutcomeHook(metrics.Hook))
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 
 	for _, id := range []string{"a", "a", "fail", ""} {
 		_, _ = h(context.Background(), id)

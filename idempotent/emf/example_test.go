@@ -15,11 +15,12 @@ func ExampleNew() {
 		o.Dimensions = map[string]string{"FunctionName": "payments"}
 		o.Now = func() time.Time { return time.UnixMilli(1_800_000_000_000) }
 	})
-	handler := idempotent.Wrap(idempotent.NewMemoryStore(),
-		func(ctx context.Context, id string) (string, error) { return id, nil },
-		idempotent.WithKey(func(id string) (string, error) { return id, nil }),
+	engine := idempotent.New(idempotent.NewMemoryStore(),
 		idempotent.WithClock(func() time.Time { return time.UnixMilli(1_800_000_000_000) }),
 		idempotent.WithOutcomeHook(metrics.Hook))
+	handler := idempotent.Wrap(engine,
+		func(ctx context.Context, id string) (string, error) { return id, nil },
+		idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	_, _ = handler(context.Background(), "order-1")
 	// Output:
 	// {"FunctionName":"payments","_aws":{"Timestamp":1800000000000,"CloudWatchMetrics":[{"Namespace":"payments","Dimensions":[["FunctionName"]],"Metrics":[{"Name":"executed","Unit":"Count"},{"Name":"duration_ms","Unit":"Milliseconds"}]}]},"duration_ms":0,"executed":1}

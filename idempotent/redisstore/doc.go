@@ -6,7 +6,7 @@
 //
 //	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")}) // once, at init
 //	store := redisstore.New(client)
-//	lambda.Start(idempotent.Wrap(store, handler, idempotent.WithKey(keyFunc)))
+//	lambda.Start(idempotent.Wrap(idempotent.New(store), handler, idempotent.WithKey(keyFunc)))
 //
 // A Store is safe for concurrent use. New accepts any redis.Scripter:
 // *redis.Client, *redis.ClusterClient, *redis.Ring, redis.UniversalClient.

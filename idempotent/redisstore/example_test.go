@@ -31,7 +31,7 @@ func Example() {
 	if err := store.LoadScripts(context.Background()); err != nil {
 		log.Printf("redis: %v", err) // not fatal: the first calls load them
 	}
-	lambda.Start(idempotent.Wrap(store, shipOrder,
+	lambda.Start(idempotent.Wrap(idempotent.New(store), shipOrder,
 		idempotent.WithKey(func(e OrderEvent) (string, error) { return e.OrderID, nil }),
 	))
 }

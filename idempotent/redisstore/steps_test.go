@@ -255,15 +255,15 @@ func TestWrapStepsResumeAfterTakeover(t *testing.T) {
 			return ch + "/" + entry, nil
 		}
 	}
-	opts := func(clock time.Duration) []idempotent.Option {
-		return []idempotent.Option{
+	engine := func(clock time.Duration) *idempotent.Engine {
+		return idempotent.New(store,
 			idempotent.WithPrefix("steps"), quiet, idempotent.WithMaxLease(time.Minute),
-			idempotent.WithKey(func(id string) (string, error) { return id, nil }),
 			idempotent.WithClock(func() time.Time { return time.Now().Add(clock) }),
-		}
+		)
 	}
-	owner := idempotent.Wrap(store, handler(true), opts(0)...)
-	retry := idempotent.Wrap(store, handler(false), opts(10*time.Minute)...)
+	byID := idempotent.WithKey(func(id string) (string, error) { return id, nil })
+	owner := idempotent.Wrap(engine(0), handler(true), byID)
+	retry := idempotent.Wrap(engine(10*time.Minute), handler(false), byID)
 	id := randomHex(8)
 
 	ownerErr := make(chan error, 1)

@@ -67,11 +67,10 @@ func TestWrapEndToEnd(t *testing.T) {
 		return receipt{ChargeID: fmt.Sprintf("ch_%d", n), Amount: p.Amount}, nil
 	}
 	var ev events
-	handler := idempotent.Wrap(store, charge,
-		idempotent.WithPrefix("payments"), quiet,
+	e := idempotent.New(store, idempotent.WithPrefix("payments"), quiet, idempotent.WithOutcomeHook(ev.hook))
+	handler := idempotent.Wrap(e, charge,
 		idempotent.WithKey(func(p payment) (string, error) { return p.OrderID, nil }),
 		idempotent.WithPayloadValidation(func(p payment) (any, error) { return p.Amount, nil }),
-		idempotent.WithOutcomeHook(ev.hook),
 	)
 	order := "order-" + randomHex(4)
 
@@ -117,11 +116,11 @@ func TestWrapConcurrentDuplicates(t *testing.T) {
 	ctx := ctxT(t)
 	var runs atomic.Int32
 	release := make(chan struct{})
-	handler := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) {
+	handler := idempotent.Wrap(idempotent.New(store, quiet, idempotent.WithPrefix("concurrent")), func(ctx context.Context, id string) (string, error) {
 		runs.Add(1)
 		<-release
 		return "done " + id, nil
-	}, quiet, idempotent.WithPrefix("concurrent"), idempotent.WithKey(func(id string) (string, error) { return id, nil }))
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 
 	id := randomHex(8)
 	const n = 16
@@ -166,20 +165,20 @@ func TestWrapTakeover(t *testing.T) {
 	ctx := ctxT(t)
 	var ev events
 	later := 10 * time.Minute // the retry arrives after the crashed owner's lease
-	handler := idempotent.Wrap(store, func(ctx context.Context, id string) (string, error) {
-		return "ran " + id, nil
-	},
+	e := idempotent.New(store,
 		idempotent.WithPrefix("takeover"), quiet,
-		idempotent.WithKey(func(id string) (string, error) { return id, nil }),
 		idempotent.WithOutcomeHook(ev.hook),
 		idempotent.WithClock(func() time.Time { return time.Now().Add(later) }),
 	)
+	handler := idempotent.Wrap(e, func(ctx context.Context, id string) (string, error) {
+		return "ran " + id, nil
+	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 
 	// Find the record ID of the key, then plant a crashed owner's record.
 	id := randomHex(8)
-	probe := idempotent.Wrap(idempotent.NewMemoryStore(), func(ctx context.Context, id string) (string, error) { return "", nil },
-		idempotent.WithPrefix("takeover"), quiet, idempotent.WithKey(func(id string) (string, error) { return id, nil }),
-		idempotent.WithOutcomeHook(ev.hook))
+	probe := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("takeover"), quiet, idempotent.WithOutcomeHook(ev.hook)),
+		func(ctx context.Context, id string) (string, error) { return "", nil },
+		idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	_, err := probe(ctx, id)
 	require.NoError(t, err)
 	recordID := ev.last(t).RecordID

@@ -7,9 +7,9 @@
 // bound payload, owner, lease end, expiry, stored response).
 //
 // Each run has two or three wrappers over one store and one key prefix.
-// Each Wrap call is an Engine, that is, one process: calls of one wrapper
-// for one key coalesce in memory (idempotent/coalesce.go), and calls of
-// different wrappers meet only in the store. The model knows the coalescing
+// Each wrapper has an Engine of its own, that is, one process: calls of one
+// wrapper for one key coalesce in memory (idempotent/coalesce.go), and calls
+// of different wrappers meet only in the store. The model knows the coalescing
 // rules and checks that a call is answered without a store call only when
 // they allow it. While a call of the same wrapper holds the key's lease (its
 // claim succeeded, its handler runs, and its lease has not lapsed by the

@@ -98,7 +98,7 @@ func invOf(ctx context.Context) int {
 // invocation, drops every completion and release of a crashed owner's lease,
 // and logs every call for the model.
 type faultStore struct {
-	inner storage.Store
+	inner storage.StepStore
 
 	mu     sync.Mutex
 	faults map[int]map[opKind]fault // per invocation, each used once
@@ -142,7 +142,7 @@ func (s *faultStore) flown() {
 	s.flying = -1
 }
 
-func newFaultStore(inner storage.Store) *faultStore {
+func newFaultStore(inner storage.StepStore) *faultStore {
 	return &faultStore{inner: inner, faults: map[int]map[opKind]fault{}, dead: map[string]bool{}, flying: -1}
 }
 

@@ -132,7 +132,7 @@ func (inv *invocation) from() string {
 
 type invPtrKey struct{}
 
-// wrapperUnderTest is one Wrap call: one Engine, so one process. Its
+// wrapperUnderTest is one Wrap call on an Engine of its own, so one process. Its
 // calls for one key coalesce (idempotent/coalesce.go); calls of different
 // wrappers meet only in the store.
 type wrapperUnderTest struct {
@@ -167,7 +167,7 @@ type machine struct {
 	stats   *stats
 }
 
-func newMachine(t *rapid.T, inner storage.Store, prefix string, st *stats) *machine {
+func newMachine(t *rapid.T, inner storage.StepStore, prefix string, st *stats) *machine {
 	m := &machine{store: newFaultStore(inner), flights: map[flightKey]*invocation{}, stats: st}
 	m.keys = rapid.IntRange(2, 3).Draw(t, "keys")
 	m.recs = make([]*record, m.keys)
@@ -187,15 +187,17 @@ func newMachine(t *rapid.T, inner storage.Store, prefix string, st *stats) *mach
 			expiry:   rapid.SampledFrom(expiries).Draw(t, "expiry"),
 		}
 		w := &wrapperUnderTest{idx: i, name: fmt.Sprintf("w%d", i), opts: o, steps: rapid.Bool().Draw(t, "steps")}
-		w.fn = idempotent.Wrap(m.store, m.handler,
+		e := idempotent.New(m.store,
 			idempotent.WithPrefix(prefix),
-			idempotent.WithKey(func(in input) (string, error) { return in.Key, nil }),
-			idempotent.WithPayloadValidation(func(in input) (any, error) { return in.Payload, nil }),
 			idempotent.WithClock(now),
 			idempotent.WithMaxLease(o.maxLease),
 			idempotent.WithClockSkew(o.skew),
 			idempotent.WithExpiry(o.expiry),
 			idempotent.WithLogger(slog.New(slog.DiscardHandler)),
+		)
+		w.fn = idempotent.Wrap(e, m.handler,
+			idempotent.WithKey(func(in input) (string, error) { return in.Key, nil }),
+			idempotent.WithPayloadValidation(func(in input) (any, error) { return in.Payload, nil }),
 		)
 		m.wrappers = append(m.wrappers, w)
 		t.Logf("%s: %v, steps: %v", w.name, o, w.steps)

@@ -27,10 +27,10 @@ import (
 func TestModel(t *testing.T) {
 	for _, s := range []struct {
 		name string
-		open func(t *testing.T) func() storage.Store
+		open func(t *testing.T) func() storage.StepStore
 	}{
-		{"memory", func(*testing.T) func() storage.Store {
-			return func() storage.Store { return idempotent.NewMemoryStore() }
+		{"memory", func(*testing.T) func() storage.StepStore {
+			return func() storage.StepStore { return idempotent.NewMemoryStore() }
 		}},
 		{"dynamodb", openDynamo},
 		{"redis", openRedis},
@@ -75,7 +75,7 @@ func (s *stats) String() string {
 
 // openDynamo returns a store on a fresh table of DynamoDB Local, or skips
 // (or, under scripts/with-dynamodb.sh, fails) without one.
-func openDynamo(t *testing.T) func() storage.Store {
+func openDynamo(t *testing.T) func() storage.StepStore {
 	client := localddb.TestClient(t)
 	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -89,13 +89,13 @@ func openDynamo(t *testing.T) func() storage.Store {
 		}
 	})
 	store := dynamostore.New(client, table.Name)
-	return func() storage.Store { return store }
+	return func() storage.StepStore { return store }
 }
 
 // openRedis returns a store on its own key prefix of the server at
 // REDIS_URL, or skips without one unless IDEMKIT_REQUIRE_REDIS=1 (set by
 // scripts/with-redis.sh) says it must be there.
-func openRedis(t *testing.T) func() storage.Store {
+func openRedis(t *testing.T) func() storage.StepStore {
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		if os.Getenv("IDEMKIT_REQUIRE_REDIS") == "1" {
@@ -129,5 +129,5 @@ func openRedis(t *testing.T) func() storage.Store {
 		}
 	})
 	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
-	return func() storage.Store { return store }
+	return func() storage.StepStore { return store }
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
@@ -67,11 +66,10 @@ func run(idemTable, payTable, key, customer string, lease, skew, offset, timeout
 		return err
 	}
 	handler := payments.New(dynamostore.New(client, idemTable), &ledger{client: client, afterWrite: afterWrite}, payTable,
-		apigateway.WithIdempotentOptions(
-			idempotent.WithMaxLease(lease),
-			idempotent.WithClockSkew(skew),
-			idempotent.WithClock(func() time.Time { return time.Now().Add(offset) }),
-		))
+		idempotent.WithMaxLease(lease),
+		idempotent.WithClockSkew(skew),
+		idempotent.WithClock(func() time.Time { return time.Now().Add(offset) }),
+	)
 
 	ev, err := samples.HTTP(samples.PaymentNew)
 	if err != nil {

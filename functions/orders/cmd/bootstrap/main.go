@@ -8,9 +8,9 @@ import (
 
 	"github.com/idemkit/idemkit/functions/internal/boot"
 	"github.com/idemkit/idemkit/functions/orders"
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/emf"
-	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 )
 
 func main() {
@@ -26,5 +26,5 @@ func main() {
 	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
 	metrics := emf.New(os.Stdout)
 	lambda.Start(orders.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.InventoryTable,
-		sqsbatch.WithOutcomeHook(metrics.Hook)))
+		idempotent.WithOutcomeHook(metrics.Hook)))
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/idemkit/idemkit/functions/internal/boot"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/emf"
 )
@@ -27,5 +26,5 @@ func main() {
 	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
 	metrics := emf.New(os.Stdout)
 	lambda.Start(payments.New(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable,
-		apigateway.WithIdempotentOptions(idempotent.WithOutcomeHook(metrics.Hook))))
+		idempotent.WithOutcomeHook(metrics.Hook)))
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/emf"
-	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 func main() {
@@ -27,5 +26,5 @@ func main() {
 	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
 	metrics := emf.New(os.Stdout)
 	lambdaurl.Start(payments.NewURLHandler(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable,
-		nethttp.WithIdempotentOptions(idempotent.WithOutcomeHook(metrics.Hook))))
+		idempotent.WithOutcomeHook(metrics.Hook)))
 }
