@@ -23,7 +23,7 @@ var quoteSpecials = []string{
 
 // requireQuoted requires AppendQuoted, its byte-slice twin and QuotedLen to
 // agree with json.Marshal on s, appending to a dst with and without spare
-// capacity (the writes past the end take other paths then).
+// capacity.
 func requireQuoted(t require.TestingT, s string) {
 	want, err := json.Marshal(s)
 	require.NoError(t, err)
@@ -49,8 +49,7 @@ func TestAppendQuoted(t *testing.T) {
 }
 
 // TestAppendQuotedWordBoundaries checks strings of every length to 40 with
-// one special character at every position, and to 20 with two: the string
-// loops take 8 bytes at a time, then the tail from the last 8.
+// one special character at every position, and to 20 with two.
 func TestAppendQuotedWordBoundaries(t *testing.T) {
 	t.Parallel()
 	for n := 0; n <= 40; n++ {
