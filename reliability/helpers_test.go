@@ -25,6 +25,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -155,9 +156,9 @@ type envOptions struct {
 // Local (or fails it when IDEMKIT_REQUIRE_DYNAMODB=1).
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	client := localddb.TestClient(t)
-	e := &env{client: client, tables: localddb.TestTables(t, client), faults: newFaultyTransport()}
-	e.faulty = localddb.TestClient(t, func(opts *dynamodb.Options) {
+	client := localddbtest.Client(t)
+	e := &env{client: client, tables: localddbtest.Tables(t, client), faults: newFaultyTransport()}
+	e.faulty = localddbtest.Client(t, func(opts *dynamodb.Options) {
 		opts.HTTPClient = e.faults.client(o.attemptTimeout)
 		if !o.defaultRetry {
 			opts.Retryer = fastRetryer(o.maxAttempts)

@@ -16,13 +16,14 @@ import (
 
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestDemo runs the whole demo against the local DynamoDB: it must tell
 // its story without a single unexpected step, quickly, and leave no table
 // behind.
 func TestDemo(t *testing.T) {
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	before := tableNames(t, client)
 
@@ -58,8 +59,8 @@ func TestDemo(t *testing.T) {
 // TestWebScene runs the net/http scene alone and checks what the client got
 // back and what the ledger holds.
 func TestWebScene(t *testing.T) {
-	client := localddb.TestClient(t)
-	d := newDemo(io.Discard, client, localddb.TestTables(t, client))
+	client := localddbtest.Client(t)
+	d := newDemo(io.Discard, client, localddbtest.Tables(t, client))
 	require.NoError(t, d.webStory(t.Context(), 12))
 	assert.Zero(t, d.failed, "no step turned out unexpectedly")
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/internal/idemkitcli"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestOperationsDocCommands checks the shell blocks of docs/operations.md
@@ -18,7 +18,7 @@ import (
 // idemkit command parses (exit status not 2) and reaches the store, which
 // here answers that the docs' table does not exist.
 func TestOperationsDocCommands(t *testing.T) {
-	localddb.Require(t)
+	localddbtest.Require(t)
 	raw, err := os.ReadFile("../../docs/operations.md")
 	require.NoError(t, err)
 	var lines []string

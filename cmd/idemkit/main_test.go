@@ -24,6 +24,7 @@ import (
 	"github.com/idemkit/idemkit/internal/envelope"
 	"github.com/idemkit/idemkit/internal/idemkitcli"
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // result is one run of the command.
@@ -164,7 +165,7 @@ func seed(t *testing.T, store storage.StepStore, now time.Time) (done, live, lap
 
 func TestDynamoDB(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -282,7 +283,7 @@ func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record,
 // found from the raw Idempotency-Key and the caller.
 func TestDynamoDBAPIGatewayRecord(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	table, store := newTable(t, client, layouts[0], false)
 	h := apigateway.WrapV2(idempotent.New(store, idempotent.WithPrefix("payments")), func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Location": "/payments/pay_9"}, Body: `{"id":"pay_9"}`}, nil
@@ -312,7 +313,7 @@ func TestDynamoDBAPIGatewayRecord(t *testing.T) {
 
 func TestDynamoDBCheckFindsProblems(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	table, _ := newTable(t, client, layouts[0], true)
 	now := time.Now()
 
@@ -336,7 +337,7 @@ func TestDynamoDBCheckFindsProblems(t *testing.T) {
 
 func TestDynamoDBMissingTable(t *testing.T) {
 	t.Parallel()
-	localddb.Require(t)
+	localddbtest.Require(t)
 	for _, args := range [][]string{{"inspect", "--id", "p#x"}, {"check"}, {"list", "--stuck"}} {
 		r := run(t, time.Now(), append(args, "--table", "no-such-table-idemkit")...)
 		assert.Equal(t, idemkitcli.ExitFailed, r.code, args)
@@ -347,7 +348,7 @@ func TestDynamoDBMissingTable(t *testing.T) {
 
 // TestDynamoDBNoCredentials is not parallel: it changes the environment.
 func TestDynamoDBNoCredentials(t *testing.T) {
-	localddb.Require(t)
+	localddbtest.Require(t)
 	empty := t.TempDir() + "/none"
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")

@@ -16,7 +16,7 @@ import (
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestMemory runs the suite in process on the memory store and in-memory
@@ -40,8 +40,8 @@ func TestMemory(t *testing.T) {
 // on tables created for this test. Run it under scripts/with-dynamodb.sh.
 func TestDynamoDBLocal(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
-	tables := localddb.TestTables(t, client)
+	client := localddbtest.Client(t)
+	tables := localddbtest.Tables(t, client)
 	store := dynamostore.New(client, tables.Idempotency)
 	ordersFn := e2e.LocalInvoker(orders.New(store, client, tables.Inventory), e2e.OrdersTimeout)
 	e2e.Run(t, e2e.Target{

@@ -12,12 +12,12 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 func TestLocalAdminGetDelete(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	now := time.Now()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestLocalAdminGetDelete(t *testing.T) {
 
 func TestLocalAdminDeleteRefusesTakeover(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	store, _ := newLocalStore(t, client, layouts[0])
 	ctx := t.Context()
 	now := time.Now()
@@ -90,7 +90,7 @@ func TestLocalAdminDeleteRefusesTakeover(t *testing.T) {
 
 func TestLocalAdminCorrupt(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	store, table := newLocalStore(t, client, layouts[0])
 	ctx := t.Context()
 	id := randomID()
@@ -110,7 +110,7 @@ func TestLocalAdminCorrupt(t *testing.T) {
 
 func TestLocalAdminScan(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	now := time.Now()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {

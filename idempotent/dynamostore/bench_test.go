@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // The benchmarks compare the store with the same calls written by hand: with
@@ -139,7 +139,7 @@ func benchClaimComplete(b *testing.B, c dynamostore.Client, table string) {
 func BenchmarkClaimComplete(b *testing.B) {
 	b.Run("nop-client", func(b *testing.B) { benchClaimComplete(b, nopClient{}, "bench") })
 	b.Run("dynamodb-local", func(b *testing.B) {
-		client := localddb.TestClient(b)
+		client := localddbtest.Client(b)
 		benchClaimComplete(b, client, createTable(b, client, false))
 	})
 }
@@ -148,7 +148,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 // calls against DynamoDB Local, so server warm-up and drift hit both alike,
 // and reports each one's time per claim+complete and the store's overhead.
 func BenchmarkClaimCompleteInterleaved(b *testing.B) {
-	client := localddb.TestClient(b)
+	client := localddbtest.Client(b)
 	table := createTable(b, client, false)
 	store := dynamostore.New(client, table)
 	data := []byte(`p{"payment_id":"pay_123","status":"captured"}`)

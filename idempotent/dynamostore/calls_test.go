@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestWrapCallCounts holds the floor of DynamoDB calls per invocation that
@@ -22,7 +22,7 @@ import (
 func TestWrapCallCounts(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
-	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
+	client := localddbtest.Client(t, withMiddleware(counter.apiOption))
 	store, _ := newLocalStore(t, client, layouts[0])
 
 	// The wrapper's clock: real time plus an offset that tests move forward
@@ -270,7 +270,7 @@ func TestWrapCallCounts(t *testing.T) {
 func TestStoreCallCounts(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
-	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
+	client := localddbtest.Client(t, withMiddleware(counter.apiOption))
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			// Not parallel: the layouts share the call counter.

@@ -18,7 +18,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/idempotent/storetest"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // Integration tests against DynamoDB Local. Record times lie in the real
@@ -27,7 +27,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,7 +65,7 @@ func rawItem(t *testing.T, client *dynamodb.Client, table string, key map[string
 
 func TestLocalItemLayout(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,7 +157,7 @@ func TestLocalItemLayout(t *testing.T) {
 // keeps the steps before and completes.
 func TestLocalStepsPastTheItemLimit(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -204,7 +204,7 @@ func rival(r storage.Record, now time.Time) storage.Record {
 func TestLocalReplacingSteps(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
-	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
+	client := localddbtest.Client(t, withMiddleware(counter.apiOption))
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			// Not parallel: the layouts share the call counter.
@@ -249,7 +249,7 @@ func TestLocalLostResponses(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
 	loser := &responseLoser{}
-	client := localddb.TestClient(t, withMiddleware(counter.apiOption, loser.apiOption), quickRetries)
+	client := localddbtest.Client(t, withMiddleware(counter.apiOption, loser.apiOption), quickRetries)
 	store, _ := newLocalStore(t, client, layouts[0])
 	now := time.Now()
 	rec := liveRecord(now)
@@ -308,7 +308,7 @@ func TestLocalLostResponses(t *testing.T) {
 // store reports as storage.ErrTooLarge too.
 func TestLocalItemSizeLimit(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -361,7 +361,7 @@ func TestLocalItemSizeLimit(t *testing.T) {
 
 func TestLocalCorruptRecords(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	store, table := newLocalStore(t, client, layouts[0])
 	now := time.Now()
 	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)

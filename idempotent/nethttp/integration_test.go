@@ -17,7 +17,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestStores runs the client's view of the middleware over a real
@@ -34,8 +34,8 @@ func TestStores(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) storage.Store { return idempotent.NewMemoryStore() }},
 		{"DynamoDB Local", func(t *testing.T) storage.Store {
-			client := localddb.TestClient(t)
-			tables := localddb.TestTables(t, client)
+			client := localddbtest.Client(t)
+			tables := localddbtest.Tables(t, client)
 			return dynamostore.New(client, tables.Idempotency)
 		}},
 	}

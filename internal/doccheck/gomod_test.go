@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -89,5 +90,24 @@ func TestLibraryModuleIsLean(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("found no direct requirement in go.mod: the pattern no longer matches its format")
+	}
+}
+
+// TestBinariesDoNotLinkTesting keeps package testing out of the programs
+// (issue 23: the demo linked it through internal/localddb).
+func TestBinariesDoNotLinkTesting(t *testing.T) {
+	for _, pkg := range []string{"./cmd/demo", "./cmd/idemkit", "./functions/payments/cmd/bootstrap",
+		"./functions/payments/cmd/url", "./functions/orders/cmd/bootstrap"} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == "testing" {
+				t.Errorf("%s links package testing", pkg)
+			}
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -19,7 +18,7 @@ const (
 	// SDK reads it too (service-specific endpoint configuration), so clients
 	// built from it need no endpoint code.
 	EnvEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
-	// EnvRequire, when "1", makes Require fail instead of skip without an
+	// EnvRequire, when "1", makes localddbtest.Require fail instead of skip without an
 	// endpoint. scripts/with-dynamodb.sh sets it, so a broken set-up cannot
 	// pass as a run that skipped everything.
 	EnvRequire = "IDEMKIT_REQUIRE_DYNAMODB"
@@ -30,19 +29,6 @@ var ErrNoEndpoint = errors.New("localddb: " + EnvEndpoint + " is not set (run un
 
 // Endpoint returns the local DynamoDB endpoint, or "" when none is set.
 func Endpoint() string { return os.Getenv(EnvEndpoint) }
-
-// Require skips the test when no local DynamoDB endpoint is set, or fails it
-// when IDEMKIT_REQUIRE_DYNAMODB=1.
-func Require(t testing.TB) {
-	t.Helper()
-	if Endpoint() != "" {
-		return
-	}
-	if os.Getenv(EnvRequire) == "1" {
-		t.Fatal(EnvRequire + "=1 but " + EnvEndpoint + " is not set")
-	}
-	t.Skip(EnvEndpoint + " is not set (run under scripts/with-dynamodb.sh)")
-}
 
 // Client returns a DynamoDB client for the endpoint in AWS_ENDPOINT_URL_DYNAMODB,
 // configured the way the SDK's default chain would, with three local

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestClientWithoutEndpoint is not parallel: it changes the environment.
@@ -36,8 +37,8 @@ func TestUniqueTables(t *testing.T) {
 
 func TestCreateTables(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
-	names := localddb.TestTables(t, client)
+	client := localddbtest.Client(t)
+	names := localddbtest.Tables(t, client)
 	ctx := t.Context()
 
 	for _, spec := range names.Specs() {
@@ -68,7 +69,7 @@ func TestCreateTables(t *testing.T) {
 
 func TestSortKeyAndScan(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	ctx := t.Context()
 	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "pk", SortKey: "sk"}
 	require.NoError(t, localddb.CreateTable(ctx, client, table))
@@ -91,7 +92,7 @@ func TestSortKeyAndScan(t *testing.T) {
 
 func TestDeleteMissingTable(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	assert.NoError(t, localddb.DeleteTable(t.Context(), client, "idemkit-never-created"))
 	assert.NoError(t, localddb.DeleteTables(t.Context(), client, localddb.UniqueTables("never")))
 }

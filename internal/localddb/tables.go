@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -152,36 +151,4 @@ func DeleteTable(ctx context.Context, client *dynamodb.Client, name string) erro
 		return fmt.Errorf("localddb: delete table %s: %w", name, err)
 	}
 	return nil
-}
-
-// TestTables creates the three tables under names unique to t and deletes
-// them when t ends. It fails t if they cannot be created.
-func TestTables(t testing.TB, client *dynamodb.Client) Tables {
-	t.Helper()
-	names := UniqueTables(t.Name())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := DeleteTables(ctx, client, names); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	if err := CreateTables(ctx, client, names); err != nil {
-		t.Fatalf("%v", err)
-	}
-	return names
-}
-
-// TestClient is Require followed by Client: it returns a client for the
-// local DynamoDB, or skips (or fails) t when there is none.
-func TestClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	t.Helper()
-	Require(t)
-	client, err := Client(context.Background(), optFns...)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	return client
 }

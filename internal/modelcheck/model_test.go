@@ -19,6 +19,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestModel runs the state machine (machine_test.go) over each store, with
@@ -76,7 +77,7 @@ func (s *stats) String() string {
 // openDynamo returns a store on a fresh table of DynamoDB Local, or skips
 // (or, under scripts/with-dynamodb.sh, fails) without one.
 func openDynamo(t *testing.T) func() storage.StepStore {
-	client := localddb.TestClient(t)
+	client := localddbtest.Client(t)
 	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 
 	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/internal/lambdatest"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,8 +31,8 @@ func TestFailsFast(t *testing.T) {
 // on DynamoDB Local: the function starts, answers, replays, and logs JSON.
 func TestServes(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
-	tables := localddb.TestTables(t, client)
+	client := localddbtest.Client(t)
+	tables := localddbtest.Tables(t, client)
 	p := lambdatest.Serve(t,
 		"AWS_LAMBDA_FUNCTION_NAME=idemkit-payments-test",
 		"AWS_LAMBDA_LOG_LEVEL=DEBUG",

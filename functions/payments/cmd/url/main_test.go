@@ -16,7 +16,7 @@ import (
 	"github.com/idemkit/idemkit/functions/internal/lambdatest"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 func TestMain(m *testing.M) {
@@ -54,8 +54,8 @@ func decodeStreamed(t *testing.T, raw []byte) streamed {
 // answered and its retry replayed, and an unsigned one is refused.
 func TestServes(t *testing.T) {
 	t.Parallel()
-	client := localddb.TestClient(t)
-	tables := localddb.TestTables(t, client)
+	client := localddbtest.Client(t)
+	tables := localddbtest.Tables(t, client)
 	p := lambdatest.Serve(t,
 		"AWS_LAMBDA_FUNCTION_NAME=idemkit-payments-url-test",
 		"IDEMPOTENCY_TABLE="+tables.Idempotency,
