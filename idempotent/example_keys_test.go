@@ -36,13 +36,14 @@ func ExampleWrap_wholeEventKey() {
 	retry := first
 	retry.RequestContext.RequestID, retry.RequestContext.TimeEpoch = "Jq9bDjQ5oAMEMsQ=", 1767225603000
 
-	wholeEvent := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), createOrder)
+	engine := idempotent.New(idempotent.NewMemoryStore())
+	wholeEvent := idempotent.Wrap(engine, createOrder)
 	_, _ = wholeEvent(context.Background(), first)
 	_, _ = wholeEvent(context.Background(), retry)
 	fmt.Println("whole event as key, handler runs:", runs)
 
 	runs = 0
-	byHeader := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), createOrder, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
+	byHeader := idempotent.Wrap(engine, createOrder, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
 		return req.Headers["idempotency-key"], nil
 	}))
 	_, _ = byHeader(context.Background(), first)
@@ -103,7 +104,8 @@ func ExampleWithKey_eventBridge() {
 // (which orders the events of one key): key on those, one record at a time.
 func ExampleWithKey_s3() {
 	thumbnails := 0
-	makeThumbnail := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("thumbnail")), func(ctx context.Context, r events.S3EventRecord) (string, error) {
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("thumbnail"))
+	makeThumbnail := idempotent.Wrap(engine, func(ctx context.Context, r events.S3EventRecord) (string, error) {
 		thumbnails++
 		return "thumbs/" + r.S3.Object.URLDecodedKey, nil
 	}, idempotent.WithKey(func(r events.S3EventRecord) (string, error) {
@@ -145,7 +147,8 @@ type tenantKey struct{}
 // key never share a record: neither replays the other's response.
 func ExampleWithScope() {
 	runs := 0
-	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
+	engine := idempotent.New(idempotent.NewMemoryStore())
+	h := idempotent.Wrap(engine, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (string, error) {
 		runs++
 		return "ok", nil
 	}, idempotent.WithKey(func(req events.APIGatewayV2HTTPRequest) (string, error) {
@@ -175,12 +178,14 @@ func ExampleWithPrefix() {
 	store := idempotent.NewMemoryStore()
 	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
 
-	before := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("charge-order")), func(ctx context.Context, id string) (string, error) {
+	engine := idempotent.New(store, idempotent.WithPrefix("charge-order"))
+	before := idempotent.Wrap(engine, func(ctx context.Context, id string) (string, error) {
 		return "charged " + id + " (v1)", nil
 	}, key)
 	// The next release: the handler is rewritten and the function renamed,
 	// but the prefix is kept, so its records are still found.
-	after := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("charge-order")), func(ctx context.Context, id string) (string, error) {
+	nextRelease := idempotent.New(store, idempotent.WithPrefix("charge-order"))
+	after := idempotent.Wrap(nextRelease, func(ctx context.Context, id string) (string, error) {
 		return "charged " + id + " (v2)", nil
 	}, key)
 

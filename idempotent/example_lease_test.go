@@ -34,7 +34,8 @@ func ExampleWithMaxLease() {
 	run := func(timeout time.Duration, opts ...idempotent.Option) {
 		spy := &leaseSpy{}
 		var handlerTime time.Duration
-		h := idempotent.Wrap(idempotent.New(spy, append(opts, idempotent.WithClock(func() time.Time { return now }))...), func(ctx context.Context, id string) (string, error) {
+		engine := idempotent.New(spy, append(opts, idempotent.WithClock(func() time.Time { return now }))...)
+		h := idempotent.Wrap(engine, func(ctx context.Context, id string) (string, error) {
 			dl, _ := ctx.Deadline()
 			handlerTime = time.Until(dl).Round(100 * time.Millisecond) // a few ms have passed
 			if handlerTime > 5*time.Second {

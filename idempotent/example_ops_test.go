@@ -44,7 +44,8 @@ func ExampleWithLogger() {
 	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
 	echo := func(ctx context.Context, id string) (string, error) { return id, nil }
 
-	h := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore(), clock, idempotent.WithPrefix("orders"), idempotent.WithLogger(logger)), echo, key)
+	engine := idempotent.New(idempotent.NewMemoryStore(), clock, idempotent.WithPrefix("orders"), idempotent.WithLogger(logger))
+	h := idempotent.Wrap(engine, echo, key)
 	_, _ = h(context.Background(), "order-1") // executed
 	_, _ = h(context.Background(), "order-1") // replayed
 

@@ -42,7 +42,9 @@ func ExampleStep() {
 		}
 		return payReceipt{ChargeID: chargeID}, nil
 	}
-	pay := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), handler, idempotent.WithKey(func(o payOrder) (string, error) { return o.ID, nil }), idempotent.WithPayloadValidation(func(o payOrder) (any, error) { return o, nil }))
+	pay := idempotent.Wrap(idempotent.New(idempotent.NewMemoryStore()), handler,
+		idempotent.WithKey(func(o payOrder) (string, error) { return o.ID, nil }),
+		idempotent.WithPayloadValidation(func(o payOrder) (any, error) { return o, nil }))
 
 	ctx := context.Background()
 	_, err := pay(ctx, payOrder{ID: "o-1", Amount: 1500})

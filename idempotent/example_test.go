@@ -30,7 +30,10 @@ func ExampleWrap() {
 	}
 
 	store := idempotent.NewMemoryStore() // dynamostore.New(...) in production
-	handler := idempotent.Wrap(idempotent.New(store), chargeCard, idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }), idempotent.WithPayloadValidation(func(r ChargeRequest) (any, error) { return r.Amount, nil }))
+	engine := idempotent.New(store)      // the core's settings, once
+	handler := idempotent.Wrap(engine, chargeCard,
+		idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }),
+		idempotent.WithPayloadValidation(func(r ChargeRequest) (any, error) { return r.Amount, nil }))
 	// In a Lambda function: lambda.Start(handler)
 
 	first, _ := handler(context.Background(), ChargeRequest{OrderID: "order-1", Amount: 1500})
@@ -48,7 +51,8 @@ func ExampleWrap() {
 func ExampleWrap_function() {
 	store := idempotent.NewMemoryStore()
 	emails := 0
-	sendReceipt := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("send-receipt")), func(ctx context.Context, orderID string) (string, error) {
+	engine := idempotent.New(store, idempotent.WithPrefix("send-receipt"))
+	sendReceipt := idempotent.Wrap(engine, func(ctx context.Context, orderID string) (string, error) {
 		emails++
 		return "sent receipt for " + orderID, nil
 	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
@@ -93,7 +97,8 @@ func ExampleWrap_lambda() {
 // a crashed owner's lease was taken over does not charge twice.
 func ExampleDownstreamKey() {
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix("payments")), func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
+	engine := idempotent.New(store, idempotent.WithPrefix("payments"))
+	handler := idempotent.Wrap(engine, func(ctx context.Context, req ChargeRequest) (ChargeResult, error) {
 		key := idempotent.DownstreamKey(ctx) // e.g. the processor's Idempotency-Key header
 		return ChargeResult{ChargeID: "ch_" + key[:8]}, nil
 	}, idempotent.WithKey(func(r ChargeRequest) (string, error) { return r.OrderID, nil }))
@@ -106,7 +111,11 @@ func ExampleDownstreamKey() {
 func ExampleWithOutcomeHook() {
 	counts := map[string]int{}
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(func(ctx context.Context, e idempotent.Event) { counts[e.Outcome.String()]++ })), func(ctx context.Context, id string) (string, error) { return id, nil }, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
+	engine := idempotent.New(store, idempotent.WithOutcomeHook(func(ctx context.Context, e idempotent.Event) {
+		counts[e.Outcome.String()]++
+	}))
+	handler := idempotent.Wrap(engine, func(ctx context.Context, id string) (string, error) { return id, nil },
+		idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	for _, id := range []string{"a", "a", "b", ""} {
 		_, _ = handler(context.Background(), id)
 	}
@@ -117,7 +126,8 @@ func ExampleWithOutcomeHook() {
 // Wait for an in-flight duplicate instead of failing fast with ErrInProgress.
 func ExampleWithWaitInProgress() {
 	store := idempotent.NewMemoryStore()
-	handler := idempotent.Wrap(idempotent.New(store, idempotent.WithWaitInProgress(3*time.Second)), func(ctx context.Context, id string) (string, error) {
+	engine := idempotent.New(store, idempotent.WithWaitInProgress(3*time.Second))
+	handler := idempotent.Wrap(engine, func(ctx context.Context, id string) (string, error) {
 		return "done " + id, nil
 	}, idempotent.WithKey(func(id string) (string, error) { return id, nil }))
 	out, err := handler(context.Background(), "x")
