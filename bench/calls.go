@@ -333,7 +333,7 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			done := make(chan inv)
 			go func() { done <- invoke(h, key) }()
 			<-started
-			clock.advance(maxLease + idempotent.DefaultClockSkew + time.Second)
+			clock.advance(maxLease + (2 * time.Second) + time.Second)
 			i := invoke(h, key)
 			close(release)
 			owner := <-done
@@ -354,7 +354,7 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			done := make(chan inv)
 			go func() { done <- invoke(stepped, key) }()
 			<-started
-			clock.advance(maxLease + idempotent.DefaultClockSkew + time.Second)
+			clock.advance(maxLease + (2 * time.Second) + time.Second)
 			i := invoke(steppedOther, key)
 			close(release)
 			owner := <-done

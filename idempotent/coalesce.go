@@ -201,5 +201,5 @@ func (e *Engine) share(ctx context.Context, j *job, r *Result) (Result, error) {
 		return Result{}, e.finish(ctx, j.start, ev)
 	}
 	e.finish(ctx, j.start, ev)
-	return Result{Response: r.Response, Replay: Replay{RecordID: j.id, ExpiresAt: r.Replay.ExpiresAt, Shared: true}}, nil
+	return Result{Response: r.Response, replay: Replay{RecordID: j.id, ExpiresAt: r.replay.ExpiresAt}}, nil
 }

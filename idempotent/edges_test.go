@@ -229,7 +229,7 @@ func TestPrefixLimits(t *testing.T) {
 		name, prefix, panic string
 	}{
 		{name: "empty", prefix: "", panic: "idempotent: WithPrefix: empty prefix"},
-		{name: "too long", prefix: strings.Repeat("p", idempotent.MaxPrefixBytes+1), panic: "idempotent: WithPrefix: prefix of 513 bytes (at most 512)"},
+		{name: "too long", prefix: strings.Repeat("p", 512+1), panic: "idempotent: WithPrefix: prefix of 513 bytes (at most 512)"},
 		{name: "2,000 bytes", prefix: strings.Repeat("p", 2000), panic: "idempotent: WithPrefix: prefix of 2000 bytes (at most 512)"},
 		{name: "invalid UTF-8", prefix: "orders\xff", panic: "idempotent: WithPrefix: prefix is not valid UTF-8"},
 	}
@@ -239,9 +239,9 @@ func TestPrefixLimits(t *testing.T) {
 			assert.PanicsWithValue(t, tt.panic, func() { idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix(tt.prefix)), c.handle) })
 		})
 	}
-	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix(strings.Repeat("p", idempotent.MaxPrefixBytes))), c.handle, idempotent.WithKey(orderKey))
+	h := idempotent.Wrap(idempotent.New(store, idempotent.WithPrefix(strings.Repeat("p", 512))), c.handle, idempotent.WithKey(orderKey))
 	_, err := h(context.Background(), order{ID: "o"})
-	require.NoError(t, err, "a prefix of exactly MaxPrefixBytes is accepted")
+	require.NoError(t, err, "a prefix of exactly 512 bytes is accepted")
 	assert.False(t, errors.Is(err, idempotent.ErrStore))
 }
 

@@ -57,7 +57,7 @@ type Engine struct {
 
 // Call is what a front door knows about one call.
 type Call struct {
-	// Key is the idempotency key, as the client sent it (at most MaxKeyBytes
+	// Key is the idempotency key, as the client sent it (at most 1,024 bytes
 	// of UTF-8). An empty key is ErrMissingKey, or runs without idempotency
 	// under WithOptionalKey.
 	Key string
@@ -116,8 +116,8 @@ type Result struct {
 	Response []byte
 	// Ran reports that this call ran the work; Response is then the work's.
 	Ran bool
-	// Replay describes the stored response when Ran is false.
-	Replay Replay
+
+	replay Replay // the stored response when Ran is false, for ReplayMarker
 }
 
 // New returns an Engine over store, configured by opts: the core settings
@@ -153,8 +153,8 @@ func checkPrefix(prefix string) {
 	switch {
 	case prefix == "":
 		panic("idempotent: WithPrefix: empty prefix")
-	case len(prefix) > MaxPrefixBytes:
-		panic(fmt.Sprintf("idempotent: WithPrefix: prefix of %d bytes (at most %d)", len(prefix), MaxPrefixBytes))
+	case len(prefix) > maxPrefixBytes:
+		panic(fmt.Sprintf("idempotent: WithPrefix: prefix of %d bytes (at most %d)", len(prefix), maxPrefixBytes))
 	case !utf8.ValidString(prefix):
 		panic("idempotent: WithPrefix: prefix is not valid UTF-8")
 	}
@@ -538,7 +538,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 			e.cache.Add(done.ID, done)
 		}
 		// Waiters in this process share the stored response.
-		j.f.share(&Result{Response: data, Replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
+		j.f.share(&Result{Response: data, replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
 	}
 	e.finish(ctx, start, ev)
 	if encErr {
@@ -702,7 +702,7 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 		raw = bytes.Clone(raw)
 	}
 	e.finish(ctx, start, ev)
-	return Result{Response: raw, Replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt, FromCache: fromCache}}, nil
+	return Result{Response: raw, replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt}}, nil
 }
 
 // finish reports a call's outcome to the hook and the log, and returns the

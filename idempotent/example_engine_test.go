@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
 )
@@ -33,7 +34,7 @@ func ExampleEngine_Do() {
 // Concurrent duplicates in one process share one claim: with
 // WithWaitInProgress they get the first one's response from memory.
 func ExampleEngine_Do_coalescing() {
-	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress(idempotent.DefaultMaxLease))
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress((15 * time.Minute)))
 	release := make(chan struct{})
 	var runs sync.WaitGroup
 	runs.Add(1)

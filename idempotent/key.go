@@ -13,8 +13,8 @@ import (
 	"github.com/idemkit/idemkit/internal/canonjson"
 )
 
-// MaxKeyBytes is the longest idempotency key accepted (before hashing).
-const MaxKeyBytes = 1024
+// maxKeyBytes is the longest idempotency key accepted (before hashing).
+const maxKeyBytes = 1024
 
 // recordID derives the storage key from the key material. Each part is length
 // prefixed before hashing, so ("a","bc") and ("ab","c") never collide, and only
@@ -43,8 +43,8 @@ func recordID(prefix, scope, key string) string {
 
 // checkKey enforces the limits on a raw key.
 func checkKey(key string) error {
-	if len(key) > MaxKeyBytes {
-		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidKey, len(key), MaxKeyBytes)
+	if len(key) > maxKeyBytes {
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidKey, len(key), maxKeyBytes)
 	}
 	if !utf8.ValidString(key) {
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidKey)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent/storage"
@@ -12,16 +13,16 @@ import (
 
 // Defaults for the options below.
 const (
-	// DefaultExpiry is how long a completed record is replayed.
-	DefaultExpiry = time.Hour
-	// DefaultMaxLease bounds the in-progress lease; it is Lambda's maximum
+	// defaultExpiry is how long a completed record is replayed.
+	defaultExpiry = time.Hour
+	// defaultMaxLease bounds the in-progress lease; it is Lambda's maximum
 	// function timeout, so by default the lease is the invocation's deadline.
-	DefaultMaxLease = 15 * time.Minute
-	// DefaultClockSkew is added to the stored lease end to tolerate clocks that
+	defaultMaxLease = 15 * time.Minute
+	// defaultClockSkew is added to the stored lease end to tolerate clocks that
 	// disagree between invocations.
-	DefaultClockSkew = 2 * time.Second
-	// DefaultPrefix is the key prefix outside Lambda when no prefix is given.
-	DefaultPrefix = "idemkit"
+	defaultClockSkew = 2 * time.Second
+	// defaultPrefixName is the key prefix outside Lambda when no prefix is given.
+	defaultPrefixName = "idemkit"
 )
 
 // DisableEnv names the environment variable that, when "true" or "1" at wrap
@@ -29,10 +30,10 @@ const (
 // store. For local runs and tests only, never for production.
 const DisableEnv = "IDEMKIT_DISABLED"
 
-// MaxPrefixBytes is the longest prefix WithPrefix accepts: the record ID (the
+// maxPrefixBytes is the longest prefix WithPrefix accepts: the record ID (the
 // prefix, '#' and 64 hex digits) then fits every store's key limit, including
 // DynamoDB's 1,024-byte sort key in the composite layout.
-const MaxPrefixBytes = storage.MaxIDBytes - 1 - 64
+const maxPrefixBytes = storage.MaxIDBytes - 1 - 64
 
 const (
 	// maxReserve is the most time kept back from the handler to complete
@@ -55,20 +56,12 @@ const maxDuration = 100 * 365 * 24 * time.Hour
 // even math.MaxInt64 cannot wrap a lease end or an expiry into the past.
 type Option func(*config)
 
-// Codec serializes responses for storage. It must round-trip: Unmarshal of
-// Marshal's output yields a value equal to the original.
-type Codec interface {
-	Marshal(v any) ([]byte, error)
-	Unmarshal(data []byte, v any) error
+// codec serializes responses for storage: encoding/json unless WithCodec.
+type codec struct {
+	marshal   func(v any) ([]byte, error)
+	unmarshal func(data []byte, v any) error
+	custom    bool // set by WithCodec: trusted to round-trip, not checked
 }
-
-type jsonCodec struct{}
-
-func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
-func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
-
-// JSONCodec is the default Codec, encoding/json.
-var JSONCodec Codec = jsonCodec{}
 
 type config struct {
 	prefix        string
@@ -80,7 +73,7 @@ type config struct {
 	waitMax       time.Duration
 	cacheSize     int
 	compressAbove int
-	codec         Codec
+	codec         codec
 	logger        *slog.Logger
 	hooks         []func(context.Context, Event)
 	now           func() time.Time
@@ -93,11 +86,11 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		prefix:        defaultPrefix(),
-		expiry:        DefaultExpiry,
-		maxLease:      DefaultMaxLease,
-		clockSkew:     DefaultClockSkew,
+		expiry:        defaultExpiry,
+		maxLease:      defaultMaxLease,
+		clockSkew:     defaultClockSkew,
 		compressAbove: compressAbove,
-		codec:         JSONCodec,
+		codec:         codec{marshal: json.Marshal, unmarshal: json.Unmarshal},
 		now:           time.Now,
 		sleep:         sleepCtx,
 		disabled:      os.Getenv(DisableEnv) == "true" || os.Getenv(DisableEnv) == "1",
@@ -110,7 +103,7 @@ func defaultPrefix() string {
 	if name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
 		return name
 	}
-	return DefaultPrefix
+	return defaultPrefixName
 }
 
 // WithOptionalKey runs the work without idempotency, instead of returning
@@ -120,9 +113,9 @@ func defaultPrefix() string {
 func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } }
 
 // WithPrefix sets the namespace of the keys, replacing the default (the Lambda
-// function name, or DefaultPrefix outside Lambda). Give every wrapped function
+// function name, or "idemkit" outside Lambda). Give every wrapped function
 // its own prefix, and keep it stable across renames and refactoring. Wrap
-// panics on a prefix that is empty, longer than MaxPrefixBytes or not valid
+// panics on a prefix that is empty, longer than 512 bytes or not valid
 // UTF-8: every store could not hold its records.
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
@@ -132,7 +125,8 @@ func WithExpiry(d time.Duration) Option {
 	return func(c *config) { c.expiry = clampDuration(d, time.Second) }
 }
 
-// WithMaxLease caps the in-progress lease (default DefaultMaxLease). The lease
+// WithMaxLease caps the in-progress lease (default 15 minutes, Lambda's
+// longest function timeout). The lease
 // is the invocation's deadline, or now plus this maximum when that comes first
 // or there is no deadline; the handler's context ends before the lease does.
 // Values below one second are raised to one second.
@@ -175,10 +169,12 @@ func WithWaitInProgress(d time.Duration) Option {
 // are never cached. Zero or less turns the cache off (the default).
 func WithLocalCache(size int) Option { return func(c *config) { c.cacheSize = size } }
 
-// WithCodec replaces the response serialization (default JSONCodec).
+// WithCodec replaces the response serialization (default json.Marshal and
+// json.Unmarshal). The pair must round-trip: unmarshal of marshal's output
+// yields a value equal to the original.
 //
 // A replay must equal the first response. A custom codec is trusted to
-// round-trip (see Codec): nothing below is checked for it. With JSONCodec
+// round-trip: nothing below is checked for it. With encoding/json
 // (encoding/json), the parts of the response are those encoding/json reaches:
 // exported struct fields and embedded structs not tagged `json:"-"` (fields
 // that its name rules hide included), pointer, slice and array elements, map
@@ -209,7 +205,15 @@ func WithLocalCache(size int) Option { return func(c *config) { c.cacheSize = si
 // back nil, json.RawMessage comes back compacted, and a time.Time comes back
 // without its monotonic clock reading and, outside UTC, with a fixed-offset
 // location (equal by Time.Equal).
-func WithCodec(codec Codec) Option { return func(c *config) { c.codec = codec } }
+func WithCodec(marshal func(v any) ([]byte, error), unmarshal func(data []byte, v any) error) Option {
+	if marshal == nil || unmarshal == nil {
+		panic("idempotent: WithCodec: nil function")
+	}
+	// encoding/json's own pair is the default, checked as the default is.
+	custom := reflect.ValueOf(marshal).Pointer() != reflect.ValueOf(json.Marshal).Pointer() ||
+		reflect.ValueOf(unmarshal).Pointer() != reflect.ValueOf(json.Unmarshal).Pointer()
+	return func(c *config) { c.codec = codec{marshal: marshal, unmarshal: unmarshal, custom: custom} }
+}
 
 // WithLogger sets the logger (default slog.Default()). Logs carry the hashed
 // record ID, never the raw key or payload.
@@ -234,17 +238,13 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now, c.clockSet = now, true }
 }
 
-// Replay describes a stored response being replayed.
+// Replay describes a stored response being replayed (ReplayMarker). Where
+// it came from (the local cache, another call's flight) is in the Event.
 type Replay struct {
 	// RecordID is the hashed storage key.
 	RecordID string
 	// ExpiresAt is when the record stops being replayed.
 	ExpiresAt time.Time
-	// FromCache reports a replay served by the local cache.
-	FromCache bool
-	// Shared reports a replay of the response another call for the same key
-	// in this process had just run or replayed (see Event.Shared).
-	Shared bool
 }
 
 // clampDuration raises d to floor and lowers it to maxDuration.

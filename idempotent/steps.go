@@ -13,8 +13,8 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// MaxStepNameBytes is the longest step name Step accepts.
-const MaxStepNameBytes = 128
+// maxStepNameBytes is the longest step name Step accepts.
+const maxStepNameBytes = 128
 
 var (
 	// ErrInvalidStep: Step was called with an empty, overlong or non-UTF-8
@@ -107,8 +107,8 @@ type stepLog struct {
 
 // begin checks name and answers a step the record already holds.
 func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
-	if name == "" || len(name) > MaxStepNameBytes || !utf8.ValidString(name) {
-		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8", ErrInvalidStep, name, MaxStepNameBytes)
+	if name == "" || len(name) > maxStepNameBytes || !utf8.ValidString(name) {
+		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8", ErrInvalidStep, name, maxStepNameBytes)
 	}
 	if l.e.steps == nil {
 		return nil, false, fmt.Errorf("%w: step %q: the store does not record steps (it is not a storage.StepStore)", ErrInvalidStep, name)

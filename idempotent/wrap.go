@@ -94,7 +94,7 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	}
 	out := inv.replayed
 	if m, ok := any(&out).(ReplayMarker); ok {
-		m.MarkReplayed(res.Replay)
+		m.MarkReplayed(res.replay)
 	}
 	return out, nil
 }
@@ -139,7 +139,7 @@ func (w *wrapper[In, Out]) marshal(out Out) (raw []byte, err error) {
 			raw, err = nil, fmt.Errorf("codec panicked: %v", r)
 		}
 	}()
-	return w.e.cfg.codec.Marshal(out)
+	return w.e.cfg.codec.marshal(out)
 }
 
 // unmarshal decodes a stored response; a panic in the codec is an error.
@@ -150,6 +150,6 @@ func (w *wrapper[In, Out]) unmarshal(raw []byte) (out Out, err error) {
 			out, err = zero, fmt.Errorf("codec panicked: %v", r)
 		}
 	}()
-	err = w.e.cfg.codec.Unmarshal(raw, &out)
+	err = w.e.cfg.codec.unmarshal(raw, &out)
 	return out, err
 }

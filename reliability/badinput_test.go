@@ -94,13 +94,13 @@ func TestRejectedInput(t *testing.T) {
 	}{
 		{"key function fails", input{Key: "reject", Payload: valid}, idempotent.ErrInvalidKey},
 		{"empty key", input{Key: "", Payload: valid}, idempotent.ErrMissingKey},
-		{"key over 1024 bytes", input{Key: strings.Repeat("k", idempotent.MaxKeyBytes+1), Payload: valid}, idempotent.ErrInvalidKey},
+		{"key over 1024 bytes", input{Key: strings.Repeat("k", 1024+1), Payload: valid}, idempotent.ErrInvalidKey},
 		{"huge key", input{Key: strings.Repeat("k", 1<<20), Payload: valid}, idempotent.ErrInvalidKey},
 		{"key not UTF-8", input{Key: "k\xff\xfe", Payload: valid}, idempotent.ErrInvalidKey},
 		{"scope function fails", input{Key: "k-scope", Scope: "reject", Payload: valid}, idempotent.ErrInvalidKey},
 		{"payload not JSON", input{Key: "k-payload", Payload: json.RawMessage(`not json`)}, idempotent.ErrInvalidPayload},
 		{"payload with a duplicate key", input{Key: "k-dup", Payload: json.RawMessage(`{"a":1,"a":2}`)}, idempotent.ErrInvalidPayload},
-		{"key of exactly 1024 bytes", input{Key: strings.Repeat("k", idempotent.MaxKeyBytes), Payload: valid}, nil},
+		{"key of exactly 1024 bytes", input{Key: strings.Repeat("k", 1024), Payload: valid}, nil},
 		{"key of multi-byte UTF-8 and NUL", input{Key: "ключ\x00🔑", Payload: valid}, nil},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,7 @@ import (
 
 // TestClockSkew runs two invocations of one key over one DynamoDB store
 // whose clocks disagree, with the default clock-skew margin
-// (idempotent.DefaultClockSkew, 2 s). The owner claims with a 10 s lease
+// ((2 * time.Second), 2 s). The owner claims with a 10 s lease
 // budget (WithMaxLease), so its handler's context ends at 9 s (a 1 s reserve
 // to complete) and the stored lease ends at 10 s + 2 s by the owner's clock.
 // The second invocation comes "elapsed" after the claim by real time (it is
@@ -38,7 +38,7 @@ func TestClockSkew(t *testing.T) {
 	const (
 		budget  = 10 * time.Second
 		reserve = time.Second // the core's reserve, min(1 s, budget/4), as the budget is above 4 s
-		margin  = idempotent.DefaultClockSkew
+		margin  = (2 * time.Second)
 	)
 	handlerEnd := budget - reserve
 	tests := []struct {

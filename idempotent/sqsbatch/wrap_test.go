@@ -92,7 +92,7 @@ func TestWrapOutcomes(t *testing.T) {
 			wantCalls: []string{"", "neighbour"},
 		},
 		{
-			name: "key too long", msg: msg("m", body(strings.Repeat("k", idempotent.MaxKeyBytes+1), 1)),
+			name: "key too long", msg: msg("m", body(strings.Repeat("k", 1024+1), 1)),
 			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
 			wantFail: true, wantCalls: []string{"neighbour"},
 		},

@@ -33,10 +33,10 @@ const horizon = 200 * 365 * 24 * time.Hour
 
 // Option values, the first of each list the one rapid shrinks towards.
 var (
-	maxLeases = []time.Duration{idempotent.DefaultMaxLease, time.Second, 0, 90 * time.Second, time.Hour,
+	maxLeases = []time.Duration{(15 * time.Minute), time.Second, 0, 90 * time.Second, time.Hour,
 		math.MaxInt64, math.MaxInt64 - 999_999, 1 << 62}
-	skews    = []time.Duration{idempotent.DefaultClockSkew, 0, -time.Second, time.Millisecond, time.Minute, math.MaxInt64}
-	expiries = []time.Duration{idempotent.DefaultExpiry, 0, time.Second, time.Minute, 24 * time.Hour, math.MaxInt64}
+	skews    = []time.Duration{(2 * time.Second), 0, -time.Second, time.Millisecond, time.Minute, math.MaxInt64}
+	expiries = []time.Duration{time.Hour, 0, time.Second, time.Minute, 24 * time.Hour, math.MaxInt64}
 	// Deadlines lie well past a check's real duration: the handler's context
 	// runs on the real clock and must not end while a step waits on it.
 	deadlines = []deadline{
