@@ -5,12 +5,17 @@
 // gets the first response again instead of repeating the side effect.
 //
 // WrapV1 wraps a REST API (payload format 1.0) handler and WrapV2 an HTTP API
-// (payload format 2.0) handler; both share one implementation, a front door
-// of [idempotent.Engine] (one Do call per request, with the key, scope and
-// request fingerprint the adapter parsed), so any [storage.Store] works.
-// The HTTP rules below (keys, fingerprints, stored statuses and headers,
-// problem answers) are one implementation shared with the net/http
-// middleware, package nethttp, which answers every case alike:
+// (payload format 2.0) handler. Both translate between the event and
+// net/http around the middleware of package nethttp, as aws-lambda-go's
+// lambdaurl does for Function URLs: the event becomes an *http.Request
+// (method, path, query, headers, cookies, body decoded from base64), the
+// middleware (a front door of [idempotent.Engine]: one Do call per request,
+// over any [storage.Store]) parses the key, names the caller, fingerprints
+// the request and answers duplicates and failures, and the handler runs
+// with the original event; what the middleware answers is translated back
+// into the event response. So the HTTP rules below (keys, fingerprints,
+// stored statuses and headers, problem answers, handler failures) are one
+// implementation, and package nethttp answers every case alike:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
 //	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
@@ -84,8 +89,13 @@
 // error or panic, without internal details), and its retry runs the handler
 // again.
 //
-// A replay carries the stored status code, headers (Content-Type included),
-// body and IsBase64Encoded byte for byte, plus Idempotent-Replayed: true. Left
+// A replay carries the stored status code, headers (Content-Type included)
+// and body byte for byte as the client received them, plus
+// Idempotent-Replayed: true: a header with one value in Headers, with more in
+// MultiValueHeaders, cookies (when replayed) in Cookies for payload 2.0, and
+// the body base64-encoded (IsBase64Encoded) when it is not valid UTF-8.
+// Content-Length is left to API Gateway. The record holds the response in
+// the form package nethttp stores. Left
 // out of the record, and so of replays, are hop-by-hop headers (Connection and
 // the headers it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
 // Upgrade), Date, headers named with WithVolatileHeaders and cookies (the
@@ -123,8 +133,10 @@
 // as it releases the record the same way. Requests the adapter refuses with
 // 400 (a malformed key, an invalid JSON body, an event without a method) are
 // reported as idempotent.OutcomeRejected, with idempotent.ErrInvalidKey or
-// idempotent.ErrInvalidPayload; a stored response of a status the adapter
-// never stores is idempotent.ErrCorruptRecord, also OutcomeRejected.
+// idempotent.ErrInvalidPayload, and so is a request answered 500 because
+// WithAuthorizerCaller's field is missing (with idempotent.ErrInvalidKey); a
+// stored response of a status the adapter never stores is
+// idempotent.ErrCorruptRecord, also OutcomeRejected.
 //
 // # Options
 //
@@ -132,9 +144,10 @@
 // (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
 // keys), and every front door given that Engine shares them. This package's
 // options are its own: the methods that need a key, Retry-After, the headers
-// and cookies stored, the authorizer field that names the caller. The
+// and cookies stored (package nethttp's options, one implementation, under
+// the same names) and the authorizer field that names the caller. The
 // adapter derives the key, scope and payload from each request itself, and
-// stores its own response form as JSON: idempotent.WithCodec does not apply
+// stores the HTTP response form as JSON: idempotent.WithCodec does not apply
 // to it.
 //
 // # Timeouts

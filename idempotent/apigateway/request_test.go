@@ -1,6 +1,9 @@
 package apigateway
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -8,8 +11,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
+
+// request is what the middleware reads of the HTTP request an event
+// becomes (and the scope it names), for the translation tests.
+type request struct {
+	method      string   // upper case
+	path        string   // escaped, as fingerprinted
+	query       string   // canonical
+	keyValues   []string // the Idempotency-Key header's values
+	contentType string
+	body        string // decoded
+	scope       string
+}
+
+func read(t *testing.T, r *http.Request, err error, scope string) request {
+	t.Helper()
+	require.NoError(t, err)
+	body, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	return request{
+		method: strings.ToUpper(r.Method), path: r.URL.EscapedPath(), query: httprules.CanonicalRawQuery(r.URL.RawQuery),
+		keyValues: r.Header.Values(HeaderIdempotencyKey), contentType: r.Header.Get("Content-Type"), body: string(body), scope: scope,
+	}
+}
 
 func TestRequestV1(t *testing.T) {
 	t.Parallel()
@@ -28,7 +55,7 @@ func TestRequestV1(t *testing.T) {
 				MultiValueQueryStringParameters: map[string][]string{"b": {"2"}, "a": {"1", "3"}},
 				Body:                            "e30=", IsBase64Encoded: true,
 			},
-			want: request{method: "POST", path: "/orders/7", query: "a=1&a=3&b=2", keyValues: []string{"k1", "k2"}, contentType: "application/json", body: "e30=", base64: true, scope: anonymous},
+			want: request{method: "POST", path: "/orders/7", query: "a=1&a=3&b=2", keyValues: []string{"k1", "k2"}, contentType: "application/json", body: "{}", scope: anonymous},
 		},
 		{
 			name: "single-value maps and request context only",
@@ -43,7 +70,9 @@ func TestRequestV1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, requestV1(&tt.ev))
+			r, err := requestV1(context.Background(), &tt.ev, new(requestParts))
+			scope, _ := callerV1(&tt.ev)
+			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})
 	}
 }
@@ -83,25 +112,41 @@ func TestRequestV2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, requestV2(&tt.ev))
+			r, err := requestV2(context.Background(), &tt.ev, new(requestParts))
+			scope, _ := callerV2(&tt.ev)
+			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})
 	}
 }
 
-func TestFingerprintBodies(t *testing.T) {
+// TestBodies: a base64 flag on a body that is not base64 (which API Gateway
+// never sends) is taken as the text it is, and the handler decides what to
+// answer; a JSON body nested too deeply is invalid JSON, and the handler
+// does not run.
+func TestBodies(t *testing.T) {
 	t.Parallel()
-	fp := func(r request) ([]byte, error) { return fingerprint(&r) }
+	var bodies []string
+	h := WrapV2(idempotent.New(idempotent.NewMemoryStore()), func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		bodies = append(bodies, ev.Body)
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
+	})
+	call := func(key, ctype, body string, b64 bool) events.APIGatewayV2HTTPResponse {
+		ev := events.APIGatewayV2HTTPRequest{RawPath: "/p", Headers: map[string]string{"idempotency-key": key, "content-type": ctype}, Body: body, IsBase64Encoded: b64}
+		ev.RequestContext.HTTP.Method = http.MethodPost
+		out, err := h(context.Background(), ev)
+		require.NoError(t, err)
+		return out
+	}
+	assert.Equal(t, http.StatusOK, call("k1", "text/plain", "not base64!", true).StatusCode)
+	assert.Equal(t, []string{"not base64!"}, bodies, "the handler gets its event as it is")
+	bad := call("k2", "application/json", "not base64!", true)
+	assert.Equal(t, http.StatusBadRequest, bad.StatusCode, "the text is not JSON")
+	assert.Contains(t, bad.Body, httprules.ProblemInvalidJSON)
+	runs := len(bodies)
 
-	// A base64 flag on a body that is not base64 counts the text as given,
-	// distinct from the same text sent plainly.
-	bad, err := fp(request{body: "not base64!", base64: true})
-	require.NoError(t, err)
-	plain, err := fp(request{body: "not base64!"})
-	require.NoError(t, err)
-	assert.NotEqual(t, bad, plain)
-
-	_, err = fp(request{contentType: "application/json", body: strings.Repeat("[", 600) + strings.Repeat("]", 600)})
-	var be *httprules.BodyError
-	require.ErrorAs(t, err, &be)
-	assert.Contains(t, be.Reason, "nested too deeply")
+	deep := call("k3", "application/json", strings.Repeat("[", 600)+strings.Repeat("]", 600), false)
+	assert.Equal(t, http.StatusBadRequest, deep.StatusCode)
+	assert.Contains(t, deep.Body, httprules.ProblemInvalidJSON)
+	assert.Contains(t, deep.Body, "nested too deeply")
+	assert.Equal(t, runs, len(bodies))
 }

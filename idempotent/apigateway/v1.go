@@ -2,12 +2,11 @@ package apigateway
 
 import (
 	"context"
+	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 // WrapV1 makes a REST API (Lambda proxy integration, payload format 1.0)
@@ -25,59 +24,78 @@ func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 	case handler == nil:
 		panic("apigateway: WrapV1: nil handler")
 	}
-	x := newEngine(e, opts)
+	d := newDoor(e, handler, payload[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{
+		request: requestV1, write: writeV1, response: responseV1, caller: callerV1,
+	}, opts)
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		out := x.serve(ctx, requestV1(&ev), func(ctx context.Context) (response, error) {
-			r, err := handler(ctx, ev)
-			return response{
-				StatusCode:        r.StatusCode,
-				Headers:           r.Headers,
-				MultiValueHeaders: r.MultiValueHeaders,
-				Body:              r.Body,
-				IsBase64Encoded:   r.IsBase64Encoded,
-			}, err
-		})
-		return events.APIGatewayProxyResponse{
-			StatusCode:        out.StatusCode,
-			Headers:           out.Headers,
-			MultiValueHeaders: out.MultiValueHeaders,
-			Body:              out.Body,
-			IsBase64Encoded:   out.IsBase64Encoded,
-		}, nil
+		return d.serve(ctx, &ev), nil
 	}
 }
 
-func requestV1(ev *events.APIGatewayProxyRequest) request {
-	var query string
-	switch {
-	case len(ev.MultiValueQueryStringParameters) > 0:
-		query = httprules.CanonicalQuery(url.Values(ev.MultiValueQueryStringParameters))
-	case len(ev.QueryStringParameters) > 0:
-		values := make(url.Values, len(ev.QueryStringParameters))
-		for k, v := range ev.QueryStringParameters {
-			values[k] = []string{v}
-		}
-		query = httprules.CanonicalQuery(values)
+// requestV1 is a REST API event as an HTTP request: its method and path (of
+// the request context when the event's own are empty), query parameters
+// (the multi-value ones when there are any), and headers (the multi-value
+// ones, and those only the single-value map holds).
+func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest, parts *requestParts) (*http.Request, error) {
+	method := ev.HTTPMethod
+	if method == "" {
+		method = ev.RequestContext.HTTPMethod
+	}
+	if method == "" {
+		return nil, errNoMethod
 	}
 	path := ev.Path
 	if path == "" {
 		path = ev.RequestContext.Path
 	}
-	method := ev.HTTPMethod
-	if method == "" {
-		method = ev.RequestContext.HTTPMethod
+	var query string
+	switch {
+	case len(ev.MultiValueQueryStringParameters) > 0:
+		query = url.Values(ev.MultiValueQueryStringParameters).Encode()
+	case len(ev.QueryStringParameters) > 0:
+		values := make(url.Values, len(ev.QueryStringParameters))
+		for k, v := range ev.QueryStringParameters {
+			values[k] = []string{v}
+		}
+		query = values.Encode()
 	}
-	return request{
-		method:      strings.ToUpper(method),
-		path:        path,
-		query:       query,
-		keyValues:   httprules.HeaderValues(ev.Headers, ev.MultiValueHeaders, HeaderIdempotencyKey),
-		contentType: firstValue(httprules.HeaderValues(ev.Headers, ev.MultiValueHeaders, "Content-Type")),
-		body:        ev.Body,
-		base64:      ev.IsBase64Encoded,
-		scope:       scopeV1(&ev.RequestContext),
-		lambdaAuth:  lambdaAuthorizerV1(&ev.RequestContext),
+	r := newRequest(ctx, parts, method, path, query, headerV1(ev.Headers, ev.MultiValueHeaders), ev.Body, ev.IsBase64Encoded)
+	r.Host, r.RemoteAddr = ev.RequestContext.DomainName, ev.RequestContext.Identity.SourceIP
+	return r, nil
+}
+
+// headerV1 is the header of a REST API event: its multi-value headers, and
+// the single-value headers the multi-value map lacks (API Gateway sends
+// both maps with the same names).
+func headerV1(single map[string]string, multi map[string][]string) http.Header {
+	h := make(http.Header, max(len(single), len(multi)))
+	addMulti(h, multi)
+	var rest map[string]string
+	for k, v := range single {
+		if _, ok := h[http.CanonicalHeaderKey(k)]; !ok || len(multi) == 0 {
+			if rest == nil {
+				rest = make(map[string]string, len(single))
+			}
+			rest[k] = v
+		}
 	}
+	addSingle(h, rest)
+	return h
+}
+
+func writeV1(w http.ResponseWriter, out *events.APIGatewayProxyResponse) {
+	writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
+}
+
+func responseV1(rec *recorder) events.APIGatewayProxyResponse {
+	out := events.APIGatewayProxyResponse{StatusCode: rec.status}
+	out.Headers, out.MultiValueHeaders, _ = rec.headers(false)
+	out.Body, out.IsBase64Encoded = rec.bodyOf()
+	return out
+}
+
+func callerV1(ev *events.APIGatewayProxyRequest) (string, map[string]any) {
+	return scopeV1(&ev.RequestContext), lambdaAuthorizerV1(&ev.RequestContext)
 }
 
 // scopeV1 names the caller of a REST API request: the Cognito user pool

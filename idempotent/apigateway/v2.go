@@ -2,12 +2,12 @@ package apigateway
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
 // WrapV2 makes an HTTP API (payload format 2.0) handler idempotent by its
@@ -25,56 +25,57 @@ func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 	case handler == nil:
 		panic("apigateway: WrapV2: nil handler")
 	}
-	x := newEngine(e, opts)
+	d := newDoor(e, handler, payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{
+		request: requestV2, write: writeV2, response: responseV2, caller: callerV2,
+	}, opts)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		out := x.serve(ctx, requestV2(&ev), func(ctx context.Context) (response, error) {
-			r, err := handler(ctx, ev)
-			return response{
-				StatusCode:        r.StatusCode,
-				Headers:           r.Headers,
-				MultiValueHeaders: r.MultiValueHeaders,
-				Cookies:           r.Cookies,
-				Body:              r.Body,
-				IsBase64Encoded:   r.IsBase64Encoded,
-			}, err
-		})
-		return events.APIGatewayV2HTTPResponse{
-			StatusCode:        out.StatusCode,
-			Headers:           out.Headers,
-			MultiValueHeaders: out.MultiValueHeaders,
-			Cookies:           out.Cookies,
-			Body:              out.Body,
-			IsBase64Encoded:   out.IsBase64Encoded,
-		}, nil
+		return d.serve(ctx, &ev), nil
 	}
 }
 
-func requestV2(ev *events.APIGatewayV2HTTPRequest) request {
+// requestV2 is an HTTP API event as an HTTP request: its method, raw path
+// (the request context's path when it is empty), raw query (the query
+// parameters, when it is empty), headers and cookies.
+func requestV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest, parts *requestParts) (*http.Request, error) {
+	rc := &ev.RequestContext
+	if rc.HTTP.Method == "" {
+		return nil, errNoMethod
+	}
 	path := ev.RawPath
 	if path == "" {
-		path = ev.RequestContext.HTTP.Path
+		path = rc.HTTP.Path
 	}
-	var query string
-	if ev.RawQueryString != "" {
-		query = httprules.CanonicalRawQuery(ev.RawQueryString)
-	} else if len(ev.QueryStringParameters) > 0 {
+	query := ev.RawQueryString
+	if query == "" && len(ev.QueryStringParameters) > 0 {
 		values := make(url.Values, len(ev.QueryStringParameters))
 		for k, v := range ev.QueryStringParameters {
 			values[k] = []string{v}
 		}
-		query = httprules.CanonicalQuery(values)
+		query = values.Encode()
 	}
-	return request{
-		method:      strings.ToUpper(ev.RequestContext.HTTP.Method),
-		path:        path,
-		query:       query,
-		keyValues:   httprules.HeaderValues(ev.Headers, nil, HeaderIdempotencyKey),
-		contentType: firstValue(httprules.HeaderValues(ev.Headers, nil, "Content-Type")),
-		body:        ev.Body,
-		base64:      ev.IsBase64Encoded,
-		scope:       scopeV2(&ev.RequestContext),
-		lambdaAuth:  lambdaAuthorizerV2(&ev.RequestContext),
+	h := make(http.Header, len(ev.Headers)+1)
+	addSingle(h, ev.Headers)
+	if len(ev.Cookies) > 0 && h["Cookie"] == nil {
+		h["Cookie"] = []string{strings.Join(ev.Cookies, "; ")}
 	}
+	r := newRequest(ctx, parts, rc.HTTP.Method, path, query, h, ev.Body, ev.IsBase64Encoded)
+	r.Host, r.RemoteAddr = rc.DomainName, rc.HTTP.SourceIP
+	return r, nil
+}
+
+func writeV2(w http.ResponseWriter, out *events.APIGatewayV2HTTPResponse) {
+	writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
+}
+
+func responseV2(rec *recorder) events.APIGatewayV2HTTPResponse {
+	out := events.APIGatewayV2HTTPResponse{StatusCode: rec.status}
+	out.Headers, out.MultiValueHeaders, out.Cookies = rec.headers(true)
+	out.Body, out.IsBase64Encoded = rec.bodyOf()
+	return out
+}
+
+func callerV2(ev *events.APIGatewayV2HTTPRequest) (string, map[string]any) {
+	return scopeV2(&ev.RequestContext), lambdaAuthorizerV2(&ev.RequestContext)
 }
 
 // lambdaAuthorizerV2 returns the context a Lambda authorizer gave an HTTP API

@@ -21,7 +21,8 @@
 //
 // # Requests and answers
 //
-// Exactly those of the apigateway adapter, from one shared implementation:
+// Exactly those of the apigateway adapter, which runs its events through
+// this middleware, translated to net/http:
 // which methods need a key (POST and PATCH by default, see WithMethods), the
 // key's syntax (an RFC 8941 string or a bare token, at most MaxKeyLength
 // bytes of printable ASCII), what a duplicate must repeat (method, path as

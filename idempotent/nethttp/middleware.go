@@ -38,11 +38,11 @@ func Middleware(e *idempotent.Engine, opts ...Option) func(http.Handler) http.Ha
 	if e == nil {
 		panic("nethttp: Middleware: nil Engine")
 	}
-	o := defaultOptions()
+	o := httprules.DefaultConfig("nethttp")
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m := &middleware{Rules: httprules.New("nethttp", e, o.Config), maxBody: o.maxBody, scope: o.scope}
+	m := &middleware{Rules: httprules.New(e, o)}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware: nil handler")
@@ -53,8 +53,6 @@ func Middleware(e *idempotent.Engine, opts ...Option) func(http.Handler) http.Ha
 
 type middleware struct {
 	*httprules.Rules
-	maxBody int64
-	scope   func(*http.Request) (string, error)
 }
 
 type handler struct {
@@ -82,9 +80,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// No header is an empty key, the core's to answer: ErrMissingKey, or
 		// a run without idempotency under idempotent.WithOptionalKey.
 		if key != "" {
-			if m.scope != nil {
-				if call.Scope, err = m.scope(r); err != nil {
-					m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: cannot name the caller (WithScope); the handler did not run",
+			if m.Scope != nil {
+				if call.Scope, err = m.Scope(r); err != nil {
+					m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": cannot name the caller; the handler did not run",
 						slog.String("method", method), slog.String("error", err.Error()))
 					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
 					writeProblem(w, httprules.Internal())
@@ -134,7 +132,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, httprules.Failure(err, m.RetryAfter))
 	case x.stored == nil:
 		// The core replays only what accept decoded.
-		m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: the core replayed a response that was not decoded")
+		m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": the core replayed a response that was not decoded")
 		writeProblem(w, httprules.Internal())
 	default:
 		x.replay()
@@ -170,8 +168,8 @@ func (m *middleware) readBody(r *http.Request, dst []byte) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	if r.ContentLength > m.maxBody {
-		return nil, &httprules.TooLargeError{Limit: m.maxBody}
+	if r.ContentLength > m.MaxBody {
+		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 	}
 	// A declared length sizes the buffer exactly, with one byte to spare for
 	// the read that finds the end; it grows only past a wrong declaration.
@@ -179,18 +177,18 @@ func (m *middleware) readBody(r *http.Request, dst []byte) ([]byte, error) {
 	if r.ContentLength > 0 {
 		size = r.ContentLength + 1
 	}
-	buf := slices.Grow(dst[:0], int(min(size, m.maxBody+1)))
+	buf := slices.Grow(dst[:0], int(min(size, m.MaxBody+1)))
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, bytes.MinRead)
 		}
 		// Never read more than one byte past the limit.
-		room := buf[len(buf):min(int64(cap(buf)), m.maxBody+1)]
+		room := buf[len(buf):min(int64(cap(buf)), m.MaxBody+1)]
 		n, err := r.Body.Read(room)
 		buf = buf[:len(buf)+n]
 		switch {
-		case int64(len(buf)) > m.maxBody:
-			return nil, &httprules.TooLargeError{Limit: m.maxBody}
+		case int64(len(buf)) > m.MaxBody:
+			return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 		case err == io.EOF:
 			return buf, nil
 		case err != nil:
@@ -204,7 +202,7 @@ func (m *middleware) readBody(r *http.Request, dst []byte) ([]byte, error) {
 func (m *middleware) readError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.maxBody)}
+		return &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.MaxBody)}
 	}
 	return &httprules.RequestError{Reason: "the request body could not be read"}
 }
@@ -220,14 +218,14 @@ type exchange struct {
 
 	c        capture             // the handler's writer (keyed requests)
 	reqBody  requestBody         // the handler's request body (keyed requests)
-	err      error               // the handler's failure: its panic (*httprules.PanicError), or ErrNoResponse
+	err      error               // the handler's failure: its panic (*httprules.PanicError), its error (a typed handler's, see httprules.HandlerError), or ErrNoResponse
 	stored   *httprules.Response // the stored response accept decoded, on a replay
 	replBody []byte              // its body, decoded
 }
 
 // work is what the core makes idempotent: it runs the handler and returns
 // the response to store, encoded, or an error that makes the core release
-// the record: the handler's panic, ErrNoResponse, or
+// the record: the handler's panic or error, ErrNoResponse, or
 // httprules.NotStoredError. The handler's request carries ctx, with the
 // core's Invocation.
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
@@ -238,7 +236,7 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	}
 	x.reqBody.r.Reset(x.body)
 	r.Body = &x.reqBody
-	x.c.init(x.w, x.h.m.maxBody)
+	x.c.init(x.w, x.h.m.MaxBody)
 	x.run(r)
 	c := &x.c
 	switch {
@@ -346,11 +344,16 @@ func replayable(h map[string][]string) bool {
 	return true
 }
 
-// run runs the handler once on the capture, recording its panic.
+// run runs the handler once on the capture, recording its panic, or the
+// error of a typed handler behind a translation (httprules.HandlerError).
 func (x *exchange) run(r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
-			x.err = &httprules.PanicError{Value: v, Stack: debug.Stack()}
+			if he, ok := v.(*httprules.HandlerError); ok {
+				x.err = he.Err
+			} else {
+				x.err = &httprules.PanicError{Value: v, Stack: debug.Stack()}
+			}
 		}
 		x.c.settle()
 	}()
@@ -359,25 +362,29 @@ func (x *exchange) run(r *http.Request) {
 
 // answerRun answers a keyed request that ran the handler, once the record
 // is settled: with its response, whatever happened to the record, or after
-// a panic or ErrNoResponse with a 500 problem (a client that hung up reads
-// none of it; one whose lease's deadline came learns it may retry). A panic
-// after the response began to pass through, or a panic with
-// http.ErrAbortHandler, aborts the response as net/http does: the client
-// must not take a cut-off response for a whole one.
+// a panic, a handler error or ErrNoResponse with a 500 problem (a client
+// that hung up reads none of it; one whose lease's deadline came learns it
+// may retry). A panic after the response began to pass through, or a panic
+// with http.ErrAbortHandler, aborts the response as net/http does: the
+// client must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
 		x.c.deliver()
 		return
 	}
-	if pe, ok := x.err.(*httprules.PanicError); ok { // run's, unwrapped
-		if pe.Value == http.ErrAbortHandler { // compared as net/http does
-			panic(http.ErrAbortHandler)
+	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped
+	if panicked && pe.Value == http.ErrAbortHandler { // compared as net/http does
+		panic(http.ErrAbortHandler)
+	}
+	if !errors.Is(x.err, ErrNoResponse) {
+		attrs := []slog.Attr{slog.String("method", x.r.Method), slog.String("error", x.err.Error())}
+		if panicked {
+			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 		}
-		x.h.m.Log().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed",
-			slog.String("method", x.r.Method), slog.String("error", x.err.Error()), slog.String("stack", string(pe.Stack)))
-		if x.c.passed != "" {
-			panic(http.ErrAbortHandler)
-		}
+		x.h.m.Log().LogAttrs(ctx, slog.LevelError, x.h.m.Name+": handler failed", attrs...)
+	}
+	if panicked && x.c.passed != "" {
+		panic(http.ErrAbortHandler)
 	}
 	x.c.discard()
 	writeProblem(x.w, httprules.Internal())

@@ -15,24 +15,18 @@ const DefaultRetryAfter = httprules.DefaultRetryAfter
 // DefaultMaxBody is the largest request body read and response body buffered
 // unless WithMaxBody says otherwise: 6 MiB, Lambda's limit on a synchronous
 // response.
-const DefaultMaxBody = 6 << 20
+const DefaultMaxBody = httprules.DefaultMaxBody
 
 // An Option configures Middleware: the middleware's own settings. The
 // core's (prefix, expiry, logger, outcome hooks, optional keys, ...) are the
 // idempotent.Engine's, given once to idempotent.New.
 type Option func(*options)
 
-// options are the settings every HTTP front door shares (httprules.Config)
-// and the middleware's own.
-type options struct {
-	httprules.Config
-	maxBody int64
-	scope   func(*http.Request) (string, error)
-}
-
-func defaultOptions() options {
-	return options{Config: httprules.DefaultConfig(), maxBody: DefaultMaxBody}
-}
+// options are the middleware's settings. They are httprules.Config, not a
+// type of this package, so that package apigateway, which runs API Gateway
+// events through this middleware, sets its own (its name in log lines, its
+// caller scope) with Options of the same type.
+type options = httprules.Config
 
 // WithMethods sets the HTTP methods that require an Idempotency-Key,
 // replacing the default POST and PATCH. Requests with any other method go
@@ -72,7 +66,7 @@ func WithReplayCookies() Option { return func(o *options) { o.ReplayCookies = tr
 // body it buffers before the record is completed (a larger one passes
 // through to the client and is not stored: see the package documentation),
 // default DefaultMaxBody. Values below 1 are raised to 1.
-func WithMaxBody(n int64) Option { return func(o *options) { o.maxBody = max(n, 1) } }
+func WithMaxBody(n int64) Option { return func(o *options) { o.MaxBody = max(n, 1) } }
 
 // WithScope confines keys to the caller that scope names, such as the
 // authenticated principal that an authentication middleware (running before
@@ -85,5 +79,5 @@ func WithScope(scope func(*http.Request) (string, error)) Option {
 	if scope == nil {
 		panic("nethttp: WithScope: nil function")
 	}
-	return func(o *options) { o.scope = scope }
+	return func(o *options) { o.Scope = scope }
 }

@@ -3,6 +3,7 @@ package httprules
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -13,20 +14,33 @@ import (
 // (store unavailable) answers unless configured otherwise.
 const DefaultRetryAfter = time.Second
 
-// Config holds the settings every HTTP front door has; each sets it through
-// its own With options. The core's settings (logger, optional key, expiry,
-// ...) are the idempotent.Engine's, given once to idempotent.New.
+// DefaultMaxBody is the largest request body read and response body
+// buffered unless configured otherwise: 6 MiB, Lambda's limit on a
+// synchronous response.
+const DefaultMaxBody = 6 << 20
+
+// Config holds the settings of the HTTP middleware (package nethttp), the
+// one HTTP front door: nethttp's Option is a func(*Config), set through its
+// With options, and package apigateway, which translates API Gateway events
+// to net/http around that middleware, sets the fields of its own (Name,
+// Scope) with the same Option type. The core's settings (logger, optional
+// key, expiry, ...) are the idempotent.Engine's, given once to idempotent.New.
 type Config struct {
+	Name          string        // the front door, in log lines and panics: "nethttp", "apigateway"
 	Methods       []string      // upper case; those that need a key (WithMethods)
 	RetryAfter    time.Duration // WithRetryAfter
 	Volatile      []string      // lower case (WithVolatileHeaders)
 	ReplayCookies bool          // WithReplayCookies
+	MaxBody       int64         // the request and buffered response body limit (WithMaxBody)
+	// Scope names the caller of a request with a key (WithScope; apigateway's
+	// authorizer rules); nil puts every caller in one key space.
+	Scope func(*http.Request) (string, error)
 }
 
 // DefaultConfig is the configuration before any option: POST and PATCH need
-// a key, Retry-After is DefaultRetryAfter.
-func DefaultConfig() Config {
-	return Config{Methods: []string{"POST", "PATCH"}, RetryAfter: DefaultRetryAfter}
+// a key, Retry-After is DefaultRetryAfter, bodies up to DefaultMaxBody.
+func DefaultConfig(name string) Config {
+	return Config{Name: name, Methods: []string{"POST", "PATCH"}, RetryAfter: DefaultRetryAfter, MaxBody: DefaultMaxBody}
 }
 
 // SetMethods sets the methods that need a key, upper-cased.
@@ -47,14 +61,14 @@ type Rules struct {
 	methods  map[string]bool
 }
 
-// New makes the rules of cfg over core. pkg names the front door in panics
-// (programmer errors, found at start-up): a nil Engine, no methods.
-func New(pkg string, core *idempotent.Engine, cfg Config) *Rules {
+// New makes the rules of cfg over core. cfg.Name names the front door in
+// panics (programmer errors, found at start-up): a nil Engine, no methods.
+func New(core *idempotent.Engine, cfg Config) *Rules {
 	switch {
 	case core == nil:
-		panic(pkg + ": nil Engine")
+		panic(cfg.Name + ": nil Engine")
 	case len(cfg.Methods) == 0:
-		panic(pkg + ": WithMethods: no methods")
+		panic(cfg.Name + ": WithMethods: no methods")
 	}
 	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: core, methods: make(map[string]bool, len(cfg.Methods))}
 	for _, m := range cfg.Methods {
@@ -92,3 +106,19 @@ func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
+
+// HandlerError is the error a typed handler returned (apigateway's handlers
+// return one; an http.Handler cannot), raised as a panic by the http.Handler
+// that calls it so that the middleware's one recovery makes it a failed run:
+// the record released, the failure logged (without a stack: it is no
+// panic), a 500 internal-error answered. The outcome's error is the
+// handler's own.
+type HandlerError struct {
+	Err error // never nil
+}
+
+// Error is the handler's error's.
+func (e *HandlerError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the handler's error.
+func (e *HandlerError) Unwrap() error { return e.Err }

@@ -1,7 +1,6 @@
 package httprules
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"mime"
@@ -36,42 +35,25 @@ func (e *RequestError) Error() string { return e.Reason }
 type Request struct {
 	Method      string // upper case
 	Path        string // as called (escaped)
-	Query       string // canonical: see CanonicalQuery
+	Query       string // canonical: see CanonicalRawQuery
 	ContentType string // the Content-Type header: JSON bodies are compared canonically
-	Body        []byte // as received
-	// Base64 says Body is base64 text to decode first (an API Gateway event
-	// with isBase64Encoded).
-	Base64 bool
+	Body        []byte // as received (an API Gateway event's base64 body decoded)
 }
 
-// Fingerprint is the request material a duplicate must repeat to be
-// replayed: method, path, canonical query and body, each length-prefixed so
-// no two requests share an encoding. A base64 body is decoded first; a body
-// whose Content-Type is JSON is canonicalized (key order and white space do
-// not count; numbers are kept as written, so values beyond 2^53 stay
-// distinct); any other body counts byte for byte. The core hashes the result.
+// AppendFingerprint appends to dst the request material a duplicate must
+// repeat to be replayed, and returns the extended buffer (dst unchanged in
+// length on error), so that a front door can reuse one buffer across
+// requests: method, path, canonical query and body, each length-prefixed so
+// no two requests share an encoding. A body whose Content-Type is JSON is
+// canonicalized (key order and white space do not count; numbers are kept as
+// written, so values beyond 2^53 stay distinct); any other body counts byte
+// for byte. The core hashes the result.
 //
 // The encoding is part of the stored records (their validation hash): it
 // must never change for a given request, or retries in flight during an
 // upgrade would get 422.
-func Fingerprint(r *Request) ([]byte, error) {
-	return AppendFingerprint(nil, r)
-}
-
-// AppendFingerprint appends the Fingerprint of r to dst and returns the
-// extended buffer (dst unchanged in length on error), so that a front door
-// can reuse one buffer across requests.
 func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
 	kind, body := "raw", r.Body
-	if r.Base64 {
-		if dec, err := base64.StdEncoding.AppendDecode(nil, r.Body); err == nil {
-			kind, body = "bytes", dec
-		} else {
-			// API Gateway does not send this; counting the text as given keeps
-			// the fingerprint exact, and the handler decides what to answer.
-			kind = "bad-base64"
-		}
-	}
 	isJSON := len(body) > 0 && IsJSON(r.ContentType)
 	if isJSON {
 		kind = "json"
@@ -121,15 +103,10 @@ func IsJSON(contentType string) bool {
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// CanonicalQuery sorts query parameters by name, keeping the order of a
-// name's values (it may carry meaning, as in a list), and escapes them
-// uniformly: "b=2&a=1" and "a=1&b=2" are the same query.
-func CanonicalQuery(values url.Values) string {
-	return values.Encode()
-}
-
-// CanonicalRawQuery is CanonicalQuery of a raw query string; one that does
-// not parse counts as given.
+// CanonicalRawQuery sorts the parameters of a raw query string by name,
+// keeping the order of a name's values (it may carry meaning, as in a list),
+// and escapes them uniformly: "b=2&a=1" and "a=1&b=2" are the same query. A
+// query that does not parse counts as given.
 func CanonicalRawQuery(raw string) string {
 	if raw == "" {
 		return ""
@@ -138,5 +115,5 @@ func CanonicalRawQuery(raw string) string {
 	if err != nil {
 		return "\x00raw\x00" + raw
 	}
-	return CanonicalQuery(values)
+	return values.Encode()
 }

@@ -47,8 +47,29 @@ func TestFingerprintJSON(t *testing.T) {
 			want = binary.AppendUvarint(want, uint64(len(part)))
 			want = append(want, part...)
 		}
-		got, err := Fingerprint(&Request{Method: "POST", Path: "/payments", Query: "a=1", ContentType: "application/json; charset=utf-8", Body: []byte(body)})
+		got, err := AppendFingerprint(nil, &Request{Method: "POST", Path: "/payments", Query: "a=1", ContentType: "application/json; charset=utf-8", Body: []byte(body)})
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "canonical body of %d bytes", len(canon))
 	}
+}
+
+// TestFingerprintParts: moving bytes between the parts of a request changes
+// its fingerprint.
+func TestFingerprintParts(t *testing.T) {
+	t.Parallel()
+	fp := func(r Request) string {
+		b, err := AppendFingerprint(nil, &r)
+		require.NoError(t, err)
+		return string(b)
+	}
+	base := Request{Method: "POST", Path: "/a", Query: "b=c", Body: []byte("d")}
+	for _, v := range []Request{
+		{Method: "POST", Path: "/ab", Query: "=c", Body: []byte("d")},
+		{Method: "POST", Path: "/a", Query: "b=cd"},
+		{Method: "POS", Path: "T/a", Query: "b=c", Body: []byte("d")},
+		{Method: "POST", Path: "/a", Query: "b=c", ContentType: "application/json", Body: []byte(`"d"`)},
+	} {
+		assert.NotEqual(t, fp(base), fp(v), "%+v", v)
+	}
+	assert.Equal(t, fp(base), fp(base))
 }

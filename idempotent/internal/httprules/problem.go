@@ -70,11 +70,6 @@ func (p *Problem) Headers() map[string]string {
 	return h
 }
 
-// Response renders the problem as a response.
-func (p *Problem) Response() Response {
-	return Response{StatusCode: p.Status, Headers: p.Headers(), Body: string(p.Body())}
-}
-
 // Internal is the answer to a handler that failed or panicked, and to any
 // fault of the idempotency layer: no internal details reach the client.
 func Internal() Problem {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -252,35 +251,4 @@ func AsSent(s string) string {
 		return s
 	}
 	return string([]rune(s)) // one U+FFFD per invalid byte, as encoding/json
-}
-
-// HeaderValues returns the values of header name, matched case-insensitively:
-// those in multi when it holds the name (API Gateway's multiValueHeaders),
-// else those in single. Names that differ only in case (possible in
-// hand-written events) are read in sorted order, so the result is stable.
-func HeaderValues(single map[string]string, multi map[string][]string, name string) []string {
-	var names []string
-	for k := range multi {
-		if strings.EqualFold(k, name) {
-			names = append(names, k)
-		}
-	}
-	var out []string
-	if len(names) > 0 {
-		slices.Sort(names)
-		for _, k := range names {
-			out = append(out, multi[k]...)
-		}
-		return out
-	}
-	for k := range single {
-		if strings.EqualFold(k, name) {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		out = append(out, single[k])
-	}
-	return out
 }

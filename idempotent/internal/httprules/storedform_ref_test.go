@@ -36,7 +36,18 @@ func referenceDecode(raw []byte) (*Response, error) {
 // strings.ToLower, the Connection-listed set always built.
 func referenceStored(f *Filter, r *Response) Response {
 	listed := map[string]bool{} // API Gateway merges both header maps
-	for _, v := range append(HeaderValues(r.Headers, nil, "Connection"), HeaderValues(nil, r.MultiValueHeaders, "Connection")...) {
+	var connection []string
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, "Connection") {
+			connection = append(connection, v)
+		}
+	}
+	for k, vs := range r.MultiValueHeaders {
+		if strings.EqualFold(k, "Connection") {
+			connection = append(connection, vs...)
+		}
+	}
+	for _, v := range connection {
 		for name := range strings.SplitSeq(v, ",") {
 			listed[strings.ToLower(strings.TrimSpace(name))] = true
 		}
