@@ -26,6 +26,8 @@ const (
 	roleLeaseEnd   = "\x00lease_end"
 	roleEmpty      = "\x00empty"
 	roleStep       = "\x00step"
+	roleSuspended  = "\x00suspended"
+	roleRecordVer  = "\x00record_version"
 )
 
 // compiled is one built expression: its strings, its names map (shared by
@@ -92,7 +94,7 @@ func value(role string) expression.ValueBuilder { return expression.Value(role) 
 //	SET #status = :status, #expiration = :expiration, #lease = :lease,
 //	    #version = :version, #in_progress_expiration = :lease_end,
 //	    #validation = :validation, #data = :data
-//	REMOVE #data, ...  (each optional attribute the claim does not carry)
+//	REMOVE #suspended, #data, ...  (each optional attribute the claim does not carry)
 //
 // on the condition that the stored record may be replaced by the liveness
 // rule (storage.Record.Replaceable) and either holds no steps or is
@@ -102,8 +104,13 @@ func value(role string) expression.ValueBuilder { return expression.Value(role) 
 //	attribute_not_exists(#id) OR #lease = :lease OR
 //	(attribute_not_exists(#steps) AND #expiration < :now) OR
 //	(#status = :inprogress AND #in_progress_expiration < :now_ms AND
+//	 #version = :record_version AND attribute_exists(#lease) AND
 //	 ((attribute_not_exists(#steps) AND <fingerprint compatible>) OR
 //	  (#expiration >= :now AND <same fingerprint>)))
+//
+// :record_version is storage.RecordVersion: a foreign record (another
+// format version, or no lease) is never taken over, only replaced once it
+// expires.
 //
 // For a claim with a fingerprint (bound), compatible is
 // attribute_not_exists(#validation) OR #validation = :validation and same is
@@ -115,7 +122,7 @@ type claimExpr struct {
 	update, condition *string
 	names             map[string]string
 	now, nowMs, inProgress, status, expiration, lease,
-	version, leaseEnd, validation, data string
+	version, recordVersion, leaseEnd, validation, data string
 }
 
 // claimShape selects one of the claim expressions: which optional
@@ -154,7 +161,7 @@ func compileClaim(o *Options, shape claimShape) claimExpr {
 		Set(name(o.ExpirationAttr), value(roleExpiration)).
 		Set(name(o.LeaseAttr), value(roleLease)).
 		Set(name(o.VersionAttr), value(roleVersion))
-	roles := []string{roleNow, roleNowMs, roleInProgress, roleStatus, roleExpiration, roleLease, roleVersion}
+	roles := []string{roleNow, roleNowMs, roleInProgress, roleStatus, roleExpiration, roleLease, roleVersion, roleRecordVer}
 	optional := []struct {
 		attr, role string
 		set        bool
@@ -171,10 +178,15 @@ func compileClaim(o *Options, shape claimShape) claimExpr {
 			upd = upd.Remove(name(a.attr))
 		}
 	}
+	// The claimed record is not suspended, whichever record it replaces
+	// (a resumed one included).
+	upd = upd.Remove(name(o.SuspendedAttr))
 
 	noSteps := name(o.StepsAttr).AttributeNotExists()
 	lapsed := name(o.StatusAttr).Equal(value(roleInProgress)).And(
-		name(o.InProgressExpirationAttr).LessThan(value(roleNowMs)))
+		name(o.InProgressExpirationAttr).LessThan(value(roleNowMs)),
+		name(o.VersionAttr).Equal(value(roleRecordVer)),
+		name(o.LeaseAttr).AttributeExists())
 	var keeps expression.ConditionBuilder // a lapsed record whose steps this claim may keep
 	if shape.fingerprint {
 		compatible := name(o.ValidationAttr).AttributeNotExists().Or(name(o.ValidationAttr).Equal(value(roleValidation)))
@@ -191,19 +203,20 @@ func compileClaim(o *Options, shape claimShape) claimExpr {
 	)
 	c := compile(expression.NewBuilder().WithUpdate(upd).WithCondition(cond), roles...)
 	return claimExpr{
-		update:     c.update,
-		condition:  c.condition,
-		names:      c.names,
-		now:        c.values[roleNow],
-		nowMs:      c.values[roleNowMs],
-		inProgress: c.values[roleInProgress],
-		status:     c.values[roleStatus],
-		expiration: c.values[roleExpiration],
-		lease:      c.values[roleLease],
-		version:    c.values[roleVersion],
-		leaseEnd:   c.values[roleLeaseEnd],
-		validation: c.values[roleValidation],
-		data:       c.values[roleData],
+		update:        c.update,
+		condition:     c.condition,
+		names:         c.names,
+		now:           c.values[roleNow],
+		nowMs:         c.values[roleNowMs],
+		inProgress:    c.values[roleInProgress],
+		status:        c.values[roleStatus],
+		expiration:    c.values[roleExpiration],
+		lease:         c.values[roleLease],
+		version:       c.values[roleVersion],
+		recordVersion: c.values[roleRecordVer],
+		leaseEnd:      c.values[roleLeaseEnd],
+		validation:    c.values[roleValidation],
+		data:          c.values[roleData],
 	}
 }
 
@@ -272,25 +285,28 @@ func compileAppendStep(o *Options) appendStepExpr {
 	}
 }
 
-// suspendExpr ends a lease early, keeping the record and its steps:
+// suspendExpr ends a lease early and marks the record suspended, keeping
+// the record and its steps:
 //
-//	SET #in_progress_expiration = :lease_end
+//	SET #in_progress_expiration = :lease_end, #suspended = :suspended (BOOL true)
 //	condition #lease = :lease AND #status = :inprogress
 type suspendExpr struct {
-	update, condition           *string
-	names                       map[string]string
-	leaseEnd, lease, inProgress string
+	update, condition                      *string
+	names                                  map[string]string
+	leaseEnd, suspended, lease, inProgress string
 }
 
 func compileSuspend(o *Options) suspendExpr {
-	upd := expression.Set(name(o.InProgressExpirationAttr), value(roleLeaseEnd))
+	upd := expression.Set(name(o.InProgressExpirationAttr), value(roleLeaseEnd)).
+		Set(name(o.SuspendedAttr), value(roleSuspended))
 	cond := name(o.LeaseAttr).Equal(value(roleLease)).And(name(o.StatusAttr).Equal(value(roleInProgress)))
-	c := compile(expression.NewBuilder().WithUpdate(upd).WithCondition(cond), roleLeaseEnd, roleLease, roleInProgress)
+	c := compile(expression.NewBuilder().WithUpdate(upd).WithCondition(cond), roleLeaseEnd, roleSuspended, roleLease, roleInProgress)
 	return suspendExpr{
 		update:     c.update,
 		condition:  c.condition,
 		names:      c.names,
 		leaseEnd:   c.values[roleLeaseEnd],
+		suspended:  c.values[roleSuspended],
 		lease:      c.values[roleLease],
 		inProgress: c.values[roleInProgress],
 	}
@@ -299,11 +315,12 @@ func compileSuspend(o *Options) suspendExpr {
 // completeExpr is the completion update, fenced by the lease only:
 //
 //	SET #status = :status, #data = :data, #expiration = :expiration
-//	REMOVE #in_progress_expiration, #steps
+//	REMOVE #in_progress_expiration, #steps, #suspended
 //	condition #lease = :lease
 //
 // Without data (an empty response) the update removes #data instead. A
-// completed record keeps no steps: its response is what a retry gets.
+// completed record keeps no steps and is not suspended: its response is
+// what a retry gets.
 type completeExpr struct {
 	update, condition               *string
 	names                           map[string]string
@@ -318,7 +335,7 @@ func compileComplete(o *Options, withData bool) completeExpr {
 		roles = append(roles, roleData)
 	}
 	upd = upd.Set(name(o.ExpirationAttr), value(roleExpiration)).
-		Remove(name(o.InProgressExpirationAttr)).Remove(name(o.StepsAttr))
+		Remove(name(o.InProgressExpirationAttr)).Remove(name(o.StepsAttr)).Remove(name(o.SuspendedAttr))
 	if !withData {
 		upd = upd.Remove(name(o.DataAttr))
 	}

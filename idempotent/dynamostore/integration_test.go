@@ -115,22 +115,24 @@ func TestLocalItemLayout(t *testing.T) {
 			delete(item, "steps")
 			assert.Equal(t, want, showItem(item), "appending steps changes nothing else")
 
-			// Suspending sets the lease end alone.
+			// Suspending sets the lease end and marks the record suspended.
 			end := now.Add(-time.Millisecond)
 			require.NoError(t, store.Suspend(t.Context(), rec.ID, rec.Lease, end))
 			item = rawItem(t, client, table, dbKey)
 			assert.NotNil(t, item["steps"])
 			delete(item, "steps")
 			want["in_progress_expiration"] = "N(" + strconv.FormatInt(end.UnixMilli(), 10) + ")"
+			want["suspended"] = "BOOL(true)"
 			assert.Equal(t, want, showItem(item))
 
-			// A takeover for the same payload rewrites every attribute but
-			// the steps.
+			// A resume for the same payload rewrites every attribute but
+			// the steps, and removes the suspended mark.
 			b := rec
 			b.Lease, b.LeaseExpiresAt, b.ExpiresAt = randomID()[6:], now.Add(time.Minute), now.Add(90*time.Minute)
 			res, err = store.Claim(t.Context(), b, now)
 			require.NoError(t, err)
-			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, Resumed: true, Steps: steps}, res)
+			delete(want, "suspended")
 			want["lease"] = "S(" + b.Lease + ")"
 			want["in_progress_expiration"] = "N(" + strconv.FormatInt(b.LeaseExpiresAt.UnixMilli(), 10) + ")"
 			want["expiration"] = "N(" + strconv.FormatInt(b.ExpiresAt.Unix(), 10) + ")"

@@ -18,6 +18,10 @@ import (
 
 func attrS(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
 
+// suspendedValue is the value of Options.SuspendedAttr in a suspended
+// record, shared by all calls (the SDK only reads its inputs).
+var suspendedValue = &types.AttributeValueMemberBOOL{Value: true}
+
 func attrN(n int64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
@@ -158,6 +162,9 @@ func (s *Store) readHead(d *decoder) storage.Record {
 	if v, ok := d.num(o.VersionAttr, false, strconv.IntSize); ok {
 		rec.Version = int(v)
 	}
+	// Absent (every record but a suspended one, and every record written
+	// before the attribute existed) reads as false.
+	rec.Suspended = d.boolean(o.SuspendedAttr)
 	return rec
 }
 
@@ -327,6 +334,20 @@ func kindOrMissing(m map[string]types.AttributeValue, key string) string {
 	return kind(av)
 }
 
+// boolean reads an optional BOOL attribute; absent is false.
+func (d *decoder) boolean(attr string) bool {
+	av, ok := d.get(attr, false)
+	if !ok {
+		return false
+	}
+	v, isBool := av.(*types.AttributeValueMemberBOOL)
+	if !isBool || v == nil {
+		d.fail(attr, "is %s, want BOOL", kind(av))
+		return false
+	}
+	return v.Value
+}
+
 func (d *decoder) bin(attr string) []byte {
 	av, ok := d.get(attr, false)
 	if !ok {
@@ -361,6 +382,9 @@ func kind(av types.AttributeValue) string {
 		}
 		return "B"
 	case *types.AttributeValueMemberBOOL:
+		if v == nil {
+			return "a nil BOOL"
+		}
 		return "BOOL"
 	case *types.AttributeValueMemberNULL:
 		return "NULL"

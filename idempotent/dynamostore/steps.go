@@ -18,7 +18,10 @@ var emptyList = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 
 // AppendStep implements storage.Store with one UpdateItem that appends step
 // to the steps list (creating it with the first step), conditioned on
-// #lease = :lease AND #status = :inprogress. A step that cannot fit in an
+// #lease = :lease AND #status = :inprogress. A failed condition is reported
+// as storage.ErrLeaseLost, saying whether the record is gone, held by
+// another lease or completed: the item comes with the failure, or is read
+// once (see refusingItem). A step that cannot fit in an
 // item of Options.MaxItemBytes even alone is refused before any call; one
 // that would push the item past DynamoDB's limit is refused by DynamoDB
 // (ValidationException), which writes nothing. Both are reported as
@@ -46,13 +49,14 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 			e.lease:      attrS(lease),
 			e.inProgress: inProgressAttrValue,
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		return fmt.Errorf("dynamostore: append step %q: %w (the record is gone, completed or has another lease)", step.Name, storage.ErrLeaseLost)
+		return s.leaseLost(ctx, fmt.Sprintf("append step %q", step.Name), id, lease, ccf)
 	case itemTooLarge(err):
 		return fmt.Errorf("dynamostore: append step %q: %w: %w", step.Name, storage.ErrTooLarge, err)
 	default:
@@ -61,12 +65,14 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 }
 
 // Suspend implements storage.Store with one UpdateItem that sets the lease
-// end, conditioned on #lease = :lease AND #status = :inprogress. With
-// ReturnValuesOnConditionCheckFailure=ALL_OLD a failed condition tells a
-// record that is gone (no item comes back: nothing to suspend, not an
-// error) from one that another lease holds or that is completed. A
-// DynamoDB-compatible server that returns no item with the failure makes
-// every failure look like the first.
+// end and Options.SuspendedAttr, conditioned on #lease = :lease AND
+// #status = :inprogress. With ReturnValuesOnConditionCheckFailure=ALL_OLD a
+// failed condition tells a record that is gone (no item: nothing to
+// suspend, not an error) from one that another lease holds or that is
+// completed (storage.ErrLeaseLost). A failure without the item, from a
+// DynamoDB-compatible server that does not return it (or from DynamoDB when
+// the record is gone), is decided on the item read with one consistent
+// GetItem (see refusingItem).
 func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	e := &s.suspend
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -77,6 +83,7 @@ func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Tim
 		ExpressionAttributeNames: e.names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			e.leaseEnd:   attrN(leaseEnd.UnixMilli()),
+			e.suspended:  suspendedValue,
 			e.lease:      attrS(lease),
 			e.inProgress: inProgressAttrValue,
 		},
@@ -89,11 +96,12 @@ func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Tim
 	if !errors.As(err, &ccf) {
 		return fmt.Errorf("dynamostore: suspend: %w", err)
 	}
-	if len(ccf.Item) == 0 {
+	item, err := s.refusingItem(ctx, "suspend", id, ccf)
+	if err != nil {
+		return err
+	}
+	if len(item) == 0 {
 		return nil
 	}
-	if st, ok := ccf.Item[s.opts.StatusAttr].(*types.AttributeValueMemberS); ok && st != nil && s.hasLease(ccf.Item, lease) {
-		return fmt.Errorf("dynamostore: suspend: %w (the record is %s)", storage.ErrLeaseLost, st.Value)
-	}
-	return fmt.Errorf("dynamostore: suspend: %w (the record has another lease)", storage.ErrLeaseLost)
+	return fmt.Errorf("dynamostore: suspend: %w (%s)", storage.ErrLeaseLost, s.fenced(item, lease))
 }

@@ -107,6 +107,9 @@ func TestClaimReplacesStepsItMayNotKeep(t *testing.T) {
 	expiredCompleted := storedItem()
 	expiredCompleted["expiration"] = &types.AttributeValueMemberN{Value: itoa(t0.Unix() - 1)}
 	expiredCompleted = withSteps(expiredCompleted, twoSteps...)
+	suspendedOtherPayload := withSteps(inProgressItem("lease-other", t0.UnixMilli()-1), twoSteps...)
+	delete(suspendedOtherPayload, "validation")
+	suspendedOtherPayload["suspended"] = &types.AttributeValueMemberBOOL{Value: true}
 
 	tests := []struct {
 		name     string
@@ -125,6 +128,14 @@ func TestClaimReplacesStepsItMayNotKeep(t *testing.T) {
 			old:      otherPayload,
 			wantCond: "((lease = S(lease-other)) AND (status = S(INPROGRESS)) AND (expiration = N(1700003600))) AND (in_progress_expiration = N(1699999999999))",
 			want:     storage.ClaimResult{Claimed: true, TookOver: true},
+		},
+		{
+			// Suspended by its owner: the claim resumes the record (without
+			// its steps, for another payload), it does not take it over.
+			name:     "suspended, without a fingerprint",
+			old:      suspendedOtherPayload,
+			wantCond: "((lease = S(lease-other)) AND (status = S(INPROGRESS)) AND (expiration = N(1700003600))) AND (in_progress_expiration = N(1699999999999))",
+			want:     storage.ClaimResult{Claimed: true, Resumed: true},
 		},
 		{
 			name:     "expired completed",
@@ -173,6 +184,7 @@ func TestClaimReplacementRaces(t *testing.T) {
 		name      string
 		updates   []func() (*dynamodb.UpdateItemOutput, error)
 		puts      []func() (*dynamodb.PutItemOutput, error)
+		get       map[string]types.AttributeValue // the fallback read's item
 		want      storage.ClaimResult
 		wantMsg   string
 		wantCalls []string
@@ -191,7 +203,15 @@ func TestClaimReplacementRaces(t *testing.T) {
 				return nil, ccf(nil)
 			}},
 			want:      storage.ClaimResult{Claimed: true},
-			wantCalls: []string{"UpdateItem", "PutItem", "UpdateItem"},
+			wantCalls: []string{"UpdateItem", "PutItem", "GetItem", "UpdateItem"},
+		},
+		{
+			name:      "another claim won meanwhile, no item returned: the read finds its record",
+			updates:   []func() (*dynamodb.UpdateItemOutput, error){refuse(expired), refuse(nil)},
+			puts:      []func() (*dynamodb.PutItemOutput, error){func() (*dynamodb.PutItemOutput, error) { return nil, ccf(nil) }},
+			get:       live,
+			want:      storage.ClaimResult{Existing: &liveRec},
+			wantCalls: []string{"UpdateItem", "PutItem", "GetItem", "UpdateItem", "GetItem"},
 		},
 		{
 			// The SDK retried the replacement after a lost response: its
@@ -201,6 +221,14 @@ func TestClaimReplacementRaces(t *testing.T) {
 			puts:      []func() (*dynamodb.PutItemOutput, error){func() (*dynamodb.PutItemOutput, error) { return nil, ccf(inProgressItem(ourLease, 1)) }},
 			want:      storage.ClaimResult{Claimed: true},
 			wantCalls: []string{"UpdateItem", "PutItem"},
+		},
+		{
+			name:      "lost response of the replacement, no item returned: the read finds our lease",
+			updates:   []func() (*dynamodb.UpdateItemOutput, error){refuse(expired)},
+			puts:      []func() (*dynamodb.PutItemOutput, error){func() (*dynamodb.PutItemOutput, error) { return nil, ccf(nil) }},
+			get:       inProgressItem(ourLease, 1),
+			want:      storage.ClaimResult{Claimed: true},
+			wantCalls: []string{"UpdateItem", "PutItem", "GetItem"},
 		},
 		{
 			name:    "changing twice: an error",
@@ -227,6 +255,9 @@ func TestClaimReplacementRaces(t *testing.T) {
 			fc := &fakeClient{t: t,
 				updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { u++; return tt.updates[u-1]() },
 				putItem:    func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { p++; return tt.puts[p-1]() },
+				getItem: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+					return &dynamodb.GetItemOutput{Item: tt.get}, nil
+				},
 			}
 			res, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
 			if tt.wantMsg != "" {
@@ -297,8 +328,6 @@ func TestAppendStepErrors(t *testing.T) {
 		wantErr error
 		wantMsg string
 	}{
-		{"fenced out", ccf(nil), storage.ErrLeaseLost,
-			`dynamostore: append step "charge": idempotent: lease lost to another invocation (the record is gone, completed or has another lease)`},
 		{"refused by DynamoDB as too large", tooLarge, storage.ErrTooLarge,
 			`dynamostore: append step "charge": idempotent: record too large for the store: api error ValidationException: Item size to update has exceeded the maximum allowed size`},
 		{"store error", errBoom, errBoom, `dynamostore: append step "charge": boom`},
@@ -335,17 +364,17 @@ func TestSuspendRequest(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, []string{"UpdateItem"}, fc.Calls())
 	assert.Equal(t, map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"}, showItem(got.Key))
-	assert.Equal(t, "SET in_progress_expiration = N(1699999999999)",
+	assert.Equal(t, "SET in_progress_expiration = N(1699999999999), suspended = BOOL(true)",
 		oneLine(resolve(t, got.UpdateExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)))
 	assert.Equal(t, "(lease = S("+ourLease+")) AND (status = S(INPROGRESS))",
 		resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
 	assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
 }
 
+// TestSuspendOutcomes: the outcomes of a failed condition are in
+// TestFencedWritesDecideOnTheItem.
 func TestSuspendOutcomes(t *testing.T) {
 	t.Parallel()
-	completedOurs := storedItem()
-	completedOurs["lease"] = &types.AttributeValueMemberS{Value: ourLease}
 	tests := []struct {
 		name    string
 		err     error
@@ -353,11 +382,6 @@ func TestSuspendOutcomes(t *testing.T) {
 		wantMsg string
 	}{
 		{name: "suspended"},
-		{name: "gone: nothing to suspend", err: ccf(nil)},
-		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), storage.ErrLeaseLost,
-			"dynamostore: suspend: idempotent: lease lost to another invocation (the record has another lease)"},
-		{"completed", ccf(completedOurs), storage.ErrLeaseLost,
-			"dynamostore: suspend: idempotent: lease lost to another invocation (the record is COMPLETED)"},
 		{"store error", errBoom, errBoom, "dynamostore: suspend: boom"},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,10 @@ var (
 // calls (the SDK only reads its inputs).
 var inProgressAttrValue = attrS(string(storage.StatusInProgress))
 
+// recordVersionValue is the claim condition's :record_version, the only
+// format version a claim takes over (shared as inProgressAttrValue is).
+var recordVersionValue = attrN(storage.RecordVersion)
+
 // Store is an storage.Store kept in a DynamoDB table. Create it with New.
 // A Store is safe for concurrent use.
 type Store struct {
@@ -111,8 +115,13 @@ func (s *Store) Options() Options { return s.opts }
 //
 // A claim retried by the SDK after its first response was lost finds the
 // caller's own lease, which its condition admits: the claim counts as made
-// (TookOver is then false, as the first response that knew otherwise was
-// lost), and the steps it kept come back again.
+// (TookOver and Resumed are then false, as the first response that knew
+// otherwise was lost), and the steps it kept come back again.
+//
+// The replaced item, which ALL_OLD returns, tells what the claim replaced:
+// another owner's INPROGRESS record is a takeover (ClaimResult.TookOver)
+// unless it carries Options.SuspendedAttr, which makes it a resume
+// (ClaimResult.Resumed). The claim removes that attribute.
 func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	in := s.claimInput(&rec, now)
 	for attempt := 1; ; attempt++ {
@@ -124,11 +133,9 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 		if !errors.As(err, &ccf) {
 			return storage.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
 		}
-		item := ccf.Item
-		if len(item) == 0 {
-			if item, err = s.get(ctx, rec.ID); err != nil {
-				return storage.ClaimResult{}, err
-			}
+		item, err := s.refusingItem(ctx, "claim", rec.ID, ccf)
+		if err != nil {
+			return storage.ClaimResult{}, err
 		}
 		res, done, err := s.refused(ctx, &rec, now, item)
 		if done || err != nil {
@@ -148,7 +155,7 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 func (s *Store) claimInput(rec *storage.Record, now time.Time) *dynamodb.UpdateItemInput {
 	shape := claimShape{fingerprint: rec.Fingerprint != "", leaseEnd: !rec.LeaseExpiresAt.IsZero(), data: len(rec.Data) > 0}
 	e := &s.claims[shape.index()]
-	values := make(map[string]types.AttributeValue, 10)
+	values := make(map[string]types.AttributeValue, 11)
 	values[e.now] = attrN(now.Unix())
 	values[e.nowMs] = attrN(now.UnixMilli())
 	values[e.inProgress] = inProgressAttrValue
@@ -156,6 +163,7 @@ func (s *Store) claimInput(rec *storage.Record, now time.Time) *dynamodb.UpdateI
 	values[e.expiration] = attrN(rec.ExpiresAt.Unix())
 	values[e.lease] = attrS(rec.Lease)
 	values[e.version] = attrN(int64(rec.Version))
+	values[e.recordVersion] = recordVersionValue
 	if shape.leaseEnd {
 		values[e.leaseEnd] = attrN(rec.LeaseExpiresAt.UnixMilli())
 	}
@@ -185,7 +193,8 @@ func (s *Store) claimInput(rec *storage.Record, now time.Time) *dynamodb.UpdateI
 // fail the claim (the record is then held until its lease lapses, and
 // replaced once it expires).
 func (s *Store) claimed(old map[string]types.AttributeValue, lease string) (storage.ClaimResult, error) {
-	res := storage.ClaimResult{Claimed: true, TookOver: s.tookOver(old, lease)}
+	res := storage.ClaimResult{Claimed: true}
+	res.TookOver, res.Resumed = s.replacedOwner(old, lease)
 	if len(old) == 0 {
 		return res, nil
 	}
@@ -251,28 +260,45 @@ func (s *Store) replaceRecord(ctx context.Context, rec, old *storage.Record) (re
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return storage.ClaimResult{Claimed: true, TookOver: s.tookOver(out.Attributes, rec.Lease)}, true, nil
+		res := storage.ClaimResult{Claimed: true}
+		res.TookOver, res.Resumed = s.replacedOwner(out.Attributes, rec.Lease)
+		return res, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return storage.ClaimResult{}, true, fmt.Errorf("dynamostore: claim: replace a record whose steps the claim may not keep: %w", err)
 	}
-	if s.hasLease(ccf.Item, rec.Lease) {
+	item, err := s.refusingItem(ctx, "claim", rec.ID, ccf)
+	if err != nil {
+		return storage.ClaimResult{}, true, err
+	}
+	if s.hasLease(item, rec.Lease) {
 		// The SDK retried the replacement after its response was lost.
 		return storage.ClaimResult{Claimed: true}, true, nil
 	}
 	return storage.ClaimResult{}, false, nil
 }
 
-// get reads the item holding id with a consistent read; nil if there is none.
-func (s *Store) get(ctx context.Context, id string) (map[string]types.AttributeValue, error) {
+// refusingItem is the item on which the condition of op's write on record
+// id failed: the one DynamoDB returned with the failure
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD), so deciding on it costs no
+// call. When the failure carries no item, the item is read with one
+// consistent GetItem (nil if there is none), and the caller decides on it
+// exactly as if it had come with the failure. Some DynamoDB-compatible
+// servers ignore ReturnValuesOnConditionCheckFailure; with DynamoDB itself a
+// failure carries no item only when there is none (a write fenced by the
+// lease on a record that is gone, a rare case), and the read confirms it.
+func (s *Store) refusingItem(ctx context.Context, op, id string, ccf *types.ConditionalCheckFailedException) (map[string]types.AttributeValue, error) {
+	if len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      s.table,
 		Key:            s.key(id),
 		ConsistentRead: &consistentRead,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dynamostore: claim: read the refusing record: %w", err)
+		return nil, fmt.Errorf("dynamostore: %s: read the refusing record: %w", op, err)
 	}
 	return out.Item, nil
 }
@@ -285,21 +311,64 @@ func (s *Store) hasLease(item map[string]types.AttributeValue, lease string) boo
 	return ok && v != nil && v.Value == lease
 }
 
-// tookOver reports whether the item a successful claim replaced was another
-// owner's in-progress record. A replaced item that cannot be decoded does
-// not fail the claim: it was expired, or the condition would have held.
-func (s *Store) tookOver(old map[string]types.AttributeValue, lease string) bool {
-	if len(old) == 0 {
-		return false
+// replacedOwner tells what the item a successful claim replaced was:
+// another owner's in-progress record is a takeover, or a resume when it was
+// suspended. A replaced item that cannot be decoded does not fail the claim:
+// it was expired, or the condition would have held.
+func (s *Store) replacedOwner(old map[string]types.AttributeValue, lease string) (tookOver, resumed bool) {
+	if len(old) == 0 || s.hasLease(old, lease) || s.status(old) != string(storage.StatusInProgress) {
+		return false, false
 	}
-	st, ok := old[s.opts.StatusAttr].(*types.AttributeValueMemberS)
-	return ok && st != nil && st.Value == string(storage.StatusInProgress) && !s.hasLease(old, lease)
+	if v, ok := old[s.opts.SuspendedAttr].(*types.AttributeValueMemberBOOL); ok && v != nil && v.Value {
+		return false, true
+	}
+	return true, false
+}
+
+// status is item's status, "" if it has none it can read.
+func (s *Store) status(item map[string]types.AttributeValue) string {
+	if st, ok := item[s.opts.StatusAttr].(*types.AttributeValueMemberS); ok && st != nil {
+		return st.Value
+	}
+	return ""
+}
+
+// leaseLost is the error of op's write on record id fenced by lease, whose
+// condition failed with ccf: storage.ErrLeaseLost, saying what holds the
+// record. The failure alone decides it; the item (see refusingItem) only
+// names the reason, so a failed read is reported with the lost lease, not
+// instead of it.
+func (s *Store) leaseLost(ctx context.Context, op, id, lease string, ccf *types.ConditionalCheckFailedException) error {
+	item, err := s.refusingItem(ctx, op, id, ccf)
+	if err != nil {
+		return fmt.Errorf("dynamostore: %s: %w (%w)", op, storage.ErrLeaseLost, err)
+	}
+	return fmt.Errorf("dynamostore: %s: %w (%s)", op, storage.ErrLeaseLost, s.fenced(item, lease))
+}
+
+// fenced says why a write fenced by lease failed on item, the stored item
+// (nil if there is none): the record is gone, another lease holds it, or it
+// is the caller's but no longer in progress.
+func (s *Store) fenced(item map[string]types.AttributeValue, lease string) string {
+	st := s.status(item)
+	switch {
+	case len(item) == 0:
+		return "the record is gone"
+	case s.hasLease(item, lease):
+		return "the record is " + st
+	case st == "":
+		return "the record has another lease"
+	default:
+		return "the record is " + st + " under another lease"
+	}
 }
 
 // Complete implements storage.Store with one UpdateItem conditioned on the
 // lease alone, so a retried completion succeeds again; it removes the
-// steps. An item larger than Options.MaxItemBytes is refused before any
-// call.
+// steps and the suspended mark. An item larger than Options.MaxItemBytes is
+// refused before any call. A failed condition is reported as
+// storage.ErrLeaseLost, saying what holds the record: the item comes with
+// the failure, or is read once (see refusingItem).
 func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if size := s.completedSize(&rec); size > s.opts.MaxItemBytes {
 		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)
@@ -315,19 +384,20 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	values[e.expiration] = attrN(rec.ExpiresAt.Unix())
 	values[e.lease] = attrS(rec.Lease)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       s.key(rec.ID),
-		UpdateExpression:          e.update,
-		ConditionExpression:       e.condition,
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: values,
+		TableName:                           s.table,
+		Key:                                 s.key(rec.ID),
+		UpdateExpression:                    e.update,
+		ConditionExpression:                 e.condition,
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		return fmt.Errorf("dynamostore: complete: %w (the record is gone or has another lease)", storage.ErrLeaseLost)
+		return s.leaseLost(ctx, "complete", rec.ID, rec.Lease, ccf)
 	case itemTooLarge(err):
 		return fmt.Errorf("dynamostore: complete: %w: %w", storage.ErrTooLarge, err)
 	default:
@@ -346,7 +416,9 @@ func itemTooLarge(err error) bool {
 // Release implements storage.Store with one DeleteItem conditioned on
 // attribute_not_exists(#id) OR #lease = :lease, so deleting an item that is
 // already gone succeeds (as a retried release does), and a conditional
-// failure means another lease holds the record.
+// failure means another lease holds the record: storage.ErrLeaseLost, which
+// names the record's status as the failure's item (or the one read when
+// the failure carries none, see refusingItem) gives it.
 func (s *Store) Release(ctx context.Context, id, lease string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           s.table,
@@ -364,10 +436,15 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 		return fmt.Errorf("dynamostore: release: %w", err)
 	}
 	// The condition admits a missing item, so a conditional failure always
-	// means the record exists under another lease, whether or not the server
-	// returned it.
-	if st, ok := ccf.Item[s.opts.StatusAttr].(*types.AttributeValueMemberS); ok && st != nil {
-		return fmt.Errorf("dynamostore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, st.Value)
+	// means the record existed under another lease, whatever the item says:
+	// it only names the status (a record read after the failure may be gone
+	// by then).
+	item, err := s.refusingItem(ctx, "release", id, ccf)
+	if err != nil {
+		return fmt.Errorf("dynamostore: release: %w (%w)", storage.ErrLeaseLost, err)
+	}
+	if st := s.status(item); st != "" {
+		return fmt.Errorf("dynamostore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, st)
 	}
 	return fmt.Errorf("dynamostore: release: %w", storage.ErrLeaseLost)
 }

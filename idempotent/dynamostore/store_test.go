@@ -104,6 +104,7 @@ func TestNewDefaults(t *testing.T) {
 		DataAttr:                 "data",
 		VersionAttr:              "version",
 		StepsAttr:                "steps",
+		SuspendedAttr:            "suspended",
 		MaxItemBytes:             409600,
 	}, got)
 
@@ -140,6 +141,8 @@ func TestNewPanics(t *testing.T) {
 		{"empty table", &fakeClient{t: t}, "", nil, "dynamostore: New: empty table name"},
 		{"duplicate attribute", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.LeaseAttr = "status" },
 			`dynamostore: New: attribute name "status" is used twice`},
+		{"suspended named as the steps", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.SuspendedAttr = "steps" },
+			`dynamostore: New: attribute name "steps" is used twice`},
 		{"sort key named as the partition key", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.SortKeyAttr = "id" },
 			`dynamostore: New: attribute name "id" is used twice`},
 	}
@@ -158,17 +161,17 @@ func TestNewPanics(t *testing.T) {
 func TestClaimRequest(t *testing.T) {
 	t.Parallel()
 	// The claim condition: no item, our own lease, a replaceable record
-	// without steps, or a lapsed one whose steps this claim may keep (the
-	// same payload, not expired).
+	// without steps, or a lapsed one of this format whose steps this claim
+	// may keep (the same payload, not expired).
 	const (
 		boundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
 			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
-			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)) AND (version = N(1)) AND (attribute_exists (lease))) AND " +
 			"(((attribute_not_exists (steps)) AND ((attribute_not_exists (validation)) OR (validation = S(fp)))) OR " +
 			"((expiration >= N(1700000000)) AND (validation = S(fp)))))"
 		unboundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
 			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
-			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
+			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000)) AND (version = N(1)) AND (attribute_exists (lease))) AND " +
 			"((attribute_not_exists (steps)) OR ((expiration >= N(1700000000)) AND (attribute_not_exists (validation)))))"
 	)
 	tests := []struct {
@@ -182,7 +185,7 @@ func TestClaimRequest(t *testing.T) {
 		{
 			name:    "default layout",
 			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+			wantUpdate: "REMOVE data, suspended SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
 				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
 			wantCond: boundCond,
 		},
@@ -190,7 +193,7 @@ func TestClaimRequest(t *testing.T) {
 			name:    "no fingerprint, with data",
 			rec:     func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
 			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE validation SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+			wantUpdate: "REMOVE validation, suspended SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
 				"version = N(1), in_progress_expiration = N(1700000001500), data = B(x)",
 			wantCond: unboundCond,
 		},
@@ -198,7 +201,7 @@ func TestClaimRequest(t *testing.T) {
 			name:    "no lease end",
 			rec:     func(r *storage.Record) { r.LeaseExpiresAt = time.Time{} },
 			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, data SET status = S(INPROGRESS), expiration = N(1700003600), " +
+			wantUpdate: "REMOVE in_progress_expiration, data, suspended SET status = S(INPROGRESS), expiration = N(1700003600), " +
 				"lease = S(" + ourLease + "), version = N(1), validation = S(fp)",
 			wantCond: boundCond,
 		},
@@ -206,7 +209,7 @@ func TestClaimRequest(t *testing.T) {
 			name:    "composite key",
 			opts:    []func(*dynamostore.Options){composed},
 			wantKey: map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
+			wantUpdate: "REMOVE data, suspended SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
 				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
 			wantCond: strings.Replace(boundCond, "attribute_not_exists (id)", "attribute_not_exists (pk)", 1),
 		},
@@ -215,12 +218,13 @@ func TestClaimRequest(t *testing.T) {
 			opts: []func(*dynamostore.Options){func(o *dynamostore.Options) {
 				o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr = "k.ey", "s", "ttl", "lease.end"
 				o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr = "l", "v", "d", "fmt", "st.eps"
+				o.SuspendedAttr = "paused.at"
 			}},
 			wantKey:    map[string]string{"k.ey": "S(" + testID + ")"},
-			wantUpdate: "REMOVE d SET s = S(INPROGRESS), ttl = N(1700003600), l = S(" + ourLease + "), fmt = N(1), lease.end = N(1700000001500), v = S(fp)",
+			wantUpdate: "REMOVE d, paused.at SET s = S(INPROGRESS), ttl = N(1700003600), l = S(" + ourLease + "), fmt = N(1), lease.end = N(1700000001500), v = S(fp)",
 			wantCond: "(attribute_not_exists (k.ey)) OR (l = S(" + ourLease + ")) OR " +
 				"((attribute_not_exists (st.eps)) AND (ttl < N(1700000000))) OR " +
-				"(((s = S(INPROGRESS)) AND (lease.end < N(1700000000000))) AND " +
+				"(((s = S(INPROGRESS)) AND (lease.end < N(1700000000000)) AND (fmt = N(1)) AND (attribute_exists (l))) AND " +
 				"(((attribute_not_exists (st.eps)) AND ((attribute_not_exists (v)) OR (v = S(fp)))) OR " +
 				"((ttl >= N(1700000000)) AND (v = S(fp)))))",
 		},
@@ -315,6 +319,38 @@ func TestClaimOutcomes(t *testing.T) {
 			name: "takeover of a lapsed lease",
 			put:  put(&dynamodb.UpdateItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
 			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"UpdateItem"},
+		},
+		{
+			name: "resume of a suspended record",
+			put: put(&dynamodb.UpdateItemOutput{Attributes: func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", 1)
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: true}
+				return item
+			}()}, nil),
+			want: storage.ClaimResult{Claimed: true, Resumed: true}, wantCalls: []string{"UpdateItem"},
+		},
+		{
+			name: "a stored false is not suspended: a takeover",
+			put: put(&dynamodb.UpdateItemOutput{Attributes: func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", 1)
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: false}
+				return item
+			}()}, nil),
+			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"UpdateItem"},
+		},
+		{
+			name: "refused by a suspended record (another payload)",
+			put: put(nil, ccf(func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", t0.UnixMilli()-1)
+				item["validation"] = &types.AttributeValueMemberS{Value: "fp-other"}
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: true}
+				return item
+			}())),
+			want: storage.ClaimResult{Existing: &storage.Record{
+				ID: testID, Status: storage.StatusInProgress, ExpiresAt: time.Unix(1_700_003_600, 0),
+				LeaseExpiresAt: time.UnixMilli(t0.UnixMilli() - 1), Lease: "lease-other", Fingerprint: "fp-other",
+				Version: 1, Suspended: true,
+			}}, wantCalls: []string{"UpdateItem"},
 		},
 		{
 			name: "expired completed record is not a takeover",
@@ -476,6 +512,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"version fractional", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberN{Value: "1.0"} },
 			`"version" holds "1.0", want an integer of 64 bits`},
 		{"version as a list", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberL{} }, `"version" is L, want N`},
+		{"suspended as S", nil, func(m map[string]types.AttributeValue) { m["suspended"] = &types.AttributeValueMemberS{Value: "true"} },
+			`"suspended" is S, want BOOL`},
+		{"suspended as N", nil, func(m map[string]types.AttributeValue) { m["suspended"] = &types.AttributeValueMemberN{Value: "1"} },
+			`"suspended" is N, want BOOL`},
 		{"composite: missing sort key", []func(*dynamostore.Options){composed}, func(m map[string]types.AttributeValue) {
 			m["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
 			delete(m, "id")
@@ -544,17 +584,17 @@ func TestCompleteRequest(t *testing.T) {
 		{
 			name: "default layout", data: []byte("p{}"),
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps, suspended SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
 		},
 		{
 			name: "composite key", data: []byte("p{}"), opts: []func(*dynamostore.Options){composed},
 			wantKey:    map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps, suspended SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
 		},
 		{
 			name:       "no data",
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps, data SET status = S(COMPLETED), expiration = N(1700007200)",
+			wantUpdate: "REMOVE in_progress_expiration, steps, suspended, data SET status = S(COMPLETED), expiration = N(1700007200)",
 		},
 	}
 	for _, tt := range tests {
@@ -573,6 +613,8 @@ func TestCompleteRequest(t *testing.T) {
 			assert.Equal(t, "lease = S("+ourLease+")", resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues),
 				"fenced by the lease alone, so a retried completion succeeds")
 			assert.Empty(t, got.ReturnValues)
+			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure,
+				"a failure says what holds the record")
 			for p := range got.ExpressionAttributeValues {
 				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused value")
 			}
@@ -593,8 +635,6 @@ func TestCompleteErrors(t *testing.T) {
 		wantErr []error
 		wantMsg string
 	}{
-		{"fenced out", ccf(nil), []error{storage.ErrLeaseLost},
-			"dynamostore: complete: idempotent: lease lost to another invocation (the record is gone or has another lease)"},
 		{"refused by DynamoDB as too large", tooLarge, []error{storage.ErrTooLarge, tooLarge},
 			"dynamostore: complete: idempotent: record too large for the store: api error ValidationException: Item size to update has exceeded the maximum allowed size"},
 		{"other validation error", otherValidation, []error{otherValidation},
@@ -724,10 +764,7 @@ func TestReleaseOutcomes(t *testing.T) {
 		// DynamoDB deletes nothing and reports success for a missing item:
 		// the condition admits it.
 		{name: "released, or already gone"},
-		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), []error{storage.ErrLeaseLost},
-			"dynamostore: release: idempotent: lease lost to another invocation (the record is INPROGRESS under another lease)"},
-		{"another lease holds it, no item returned", ccf(nil), []error{storage.ErrLeaseLost},
-			"dynamostore: release: idempotent: lease lost to another invocation"},
+		// A failed condition: see TestFencedWritesDecideOnTheItem.
 		{"store error", errBoom, []error{errBoom}, "dynamostore: release: boom"},
 	}
 	for _, tt := range tests {
