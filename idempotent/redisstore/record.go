@@ -20,7 +20,13 @@ const (
 	fieldData       = "data"                   // the stored response, binary; absent when empty
 	fieldVersion    = "version"                // the record format version, decimal
 	fieldSteps      = "steps"                  // the finished steps, netstrings (see encodeStep); absent when none
+	fieldSuspended  = "suspended"              // "1" when the owner suspended the record; absent otherwise
 )
+
+// suspendedValue is the suspended field's one value. A record without the
+// field is not suspended: records written before the field existed read so,
+// which needs no format version change.
+const suspendedValue = "1"
 
 // maxKeyExpiryMs caps the key expiry passed to Redis: 2^53 ms (the year
 // 287396) is the largest time the scripts' Lua numbers hold exactly, and a
@@ -124,6 +130,12 @@ func decodeHash(id string, flat []any) (storage.Record, error) {
 	}
 	if v, ok := d.int(fieldVersion, false, strconv.IntSize); ok {
 		rec.Version = int(v)
+	}
+	if v, ok := d.str(fieldSuspended, false); ok {
+		if v != suspendedValue {
+			d.fail(fieldSuspended, "is %q, want %q", v, suspendedValue)
+		}
+		rec.Suspended = v == suspendedValue
 	}
 	if v, ok := d.str(fieldSteps, false); ok {
 		steps, err := decodeSteps(v)

@@ -85,11 +85,15 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // wrapping idempotent.ErrCorruptRecord (resuming past unknown steps, or
 // dropping them and re-running their side effects, would both be wrong).
 //
+// Replacing another owner's INPROGRESS record is a takeover
+// (ClaimResult.TookOver), or a resume (ClaimResult.Resumed) when its owner
+// suspended it.
+//
 // A claim retried by the client after its first response was lost finds the
 // caller's own record; the lease token identifies it, and the claim counts as
-// made without writing (TookOver is then false, as the first response that
-// knew otherwise was lost), with the record's steps when it is resumable, as
-// the first response carried them.
+// made without writing (TookOver and Resumed are then false, as the first
+// response that knew otherwise was lost), with the record's steps when it is
+// resumable, as the first response carried them.
 func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -105,10 +109,10 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "claimed", "own":
-		var took int64
+		var replaced int64 // claimScript's: 0 nothing, 1 a takeover, 2 a resume
 		if tag == "claimed" {
 			var ok bool
-			if took, ok = intAt(rest, 0); !ok {
+			if replaced, ok = intAt(rest, 0); !ok || replaced < 0 || replaced > 2 {
 				break
 			}
 			rest = rest[1:]
@@ -124,7 +128,7 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 			// or a script that disagrees with decodeSteps.
 			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q is malformed: %w", key, idempotent.ErrCorruptRecord, fieldSteps, err)
 		}
-		return storage.ClaimResult{Claimed: true, TookOver: took == 1, Steps: steps}, nil
+		return storage.ClaimResult{Claimed: true, TookOver: replaced == 1, Resumed: replaced == 2, Steps: steps}, nil
 	case "refused":
 		flat, ok := sliceAt(rest, 0)
 		if !ok {
