@@ -24,6 +24,15 @@ func TestWrapCallCounts(t *testing.T) {
 	counter := &callCounter{}
 	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
 	store, _ := newLocalStore(t, client, layouts[0])
+	// Warm the table up with a claim and a completion outside the
+	// wrapper: the scenarios run under a 1 s lease, which a first call to a
+	// busy DynamoDB Local (other tests run in parallel) can use up before the
+	// handler runs ("no time left to run after the claim").
+	warm := liveRecord(time.Now())
+	_, err := store.Claim(t.Context(), warm, time.Now())
+	require.NoError(t, err)
+	warm.Status, warm.LeaseExpiresAt = storage.StatusCompleted, time.Time{}
+	require.NoError(t, store.Complete(t.Context(), warm))
 
 	// The wrapper's clock: real time plus an offset that tests move forward
 	// instead of sleeping.
