@@ -25,9 +25,10 @@ func TestWrapCallCounts(t *testing.T) {
 	client := localddb.TestClient(t, withMiddleware(counter.apiOption))
 	store, _ := newLocalStore(t, client, layouts[0])
 	// Warm the table up with a claim and a completion outside the
-	// wrapper: the scenarios run under a 1 s lease, which a first call to a
-	// busy DynamoDB Local (other tests run in parallel) can use up before the
-	// handler runs ("no time left to run after the claim").
+	// wrapper: a first call to a busy DynamoDB Local (other tests run in
+	// parallel, under -race) can take long enough to use up a short lease
+	// before the handler runs ("no time left to run after the claim"), which
+	// is also why the lease is 5 s, not shorter.
 	warm := liveRecord(time.Now())
 	_, err := store.Claim(t.Context(), warm, time.Now())
 	require.NoError(t, err)
@@ -52,7 +53,7 @@ func TestWrapCallCounts(t *testing.T) {
 			idempotent.WithKey(func(r request) (string, error) { return r.Key, nil }),
 			idempotent.WithPrefix("test"),
 			idempotent.WithClock(clock),
-			idempotent.WithMaxLease(time.Second),
+			idempotent.WithMaxLease(5 * time.Second),
 			idempotent.WithLogger(slog.New(slog.DiscardHandler)),
 			idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) {
 				ev.mu.Lock()
@@ -179,7 +180,7 @@ func TestWrapCallCounts(t *testing.T) {
 			name: "takeover after the lease",
 			run: func(t *testing.T) []string {
 				// The first owner overruns: while it runs, the clock passes its
-				// lease (1 s max lease + 2 s clock skew) and a retry takes over.
+				// lease (5 s max lease + 2 s clock skew) and a retry takes over.
 				var h func(context.Context, request) (response, error)
 				var calls []string
 				var depth atomic.Int32
