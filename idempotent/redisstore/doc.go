@@ -173,9 +173,12 @@
 // noeviction on the instance holding the records: every record has an
 // expiry, so the volatile-* policies (volatile-lru is ElastiCache's default)
 // and the allkeys-* ones would silently evict live records, each a possible
-// duplicate run, where noeviction makes writes fail (the claim returns an
-// error, the wrapper reports idempotent.ErrStore, and the handler does not
-// run).
+// duplicate run, where noeviction makes writes fail instead. A refused claim
+// is harmless (the claim returns an error, the wrapper reports
+// idempotent.ErrStore, and the handler does not run); but a completion
+// refused with OOM after the handler ran leaves the key INPROGRESS until its
+// lease lapses, and the retry after that takes it over and runs the handler
+// again. Keep headroom: alarm on used memory well below maxmemory.
 //
 // Cost and latency. A round trip within a VPC takes well under a
 // millisecond, against a few milliseconds for DynamoDB; a Redis node is paid
