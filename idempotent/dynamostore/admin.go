@@ -292,3 +292,7 @@ func report(progress func(ScanProgress), p ScanProgress) {
 		progress(p)
 	}
 }
+
+// name is an attribute name for the expression builder, which Delete and
+// Scan assemble at run time; dots in it are not paths.
+func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }

@@ -138,7 +138,7 @@ func TestWrapCallCounts(t *testing.T) {
 				require.NoError(t, err)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem"},
 		},
 		{
 			name: "duplicate after completion",
@@ -149,14 +149,14 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.EqualValues(t, 1, runs.Load(), "the handler ran once")
 				return calls
 			},
-			want: []string{"UpdateItem"},
+			want: []string{"PutItem"},
 		},
 		{
 			name: "duplicate while in progress",
 			run: func(t *testing.T) []string {
 				return inProgress(t, wrap(ok, &event{})) // from another process
 			},
-			want: []string{"UpdateItem"},
+			want: []string{"PutItem"},
 		},
 		{
 			name: "duplicate while in progress, same process",
@@ -174,7 +174,7 @@ func TestWrapCallCounts(t *testing.T) {
 				require.ErrorIs(t, err, errHandler)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "DeleteItem"},
+			want: []string{"PutItem", "DeleteItem"},
 		},
 		{
 			name: "takeover after the lease",
@@ -207,7 +207,7 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.Equal(t, idempotent.OutcomeLeaseLost, ev.events[1].Outcome, "the first owner is fenced out")
 				return calls
 			},
-			want: []string{"UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem"},
 		},
 		{
 			// Claim, one write per step, complete.
@@ -219,12 +219,15 @@ func TestWrapCallCounts(t *testing.T) {
 				require.NoError(t, err)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
 		},
 		{
 			// The first run records 2 steps and fails: the record is
 			// suspended, not released (one call either way). The retry's
-			// claim brings the 2 steps back: claim + 1 step + complete.
+			// claim brings the 2 steps back: the claim (refused by the
+			// record's steps) and the write that resumes them, + 1 step +
+			// complete. One call more than a claim that keeps steps in one
+			// UpdateItem (3), on purpose: the claim is the design's PutItem.
 			name: "retry after step 2 of 3 failed",
 			run: func(t *testing.T) []string {
 				var failed atomic.Bool
@@ -240,7 +243,7 @@ func TestWrapCallCounts(t *testing.T) {
 				counter.take()
 				_, err := h(t.Context(), req)
 				require.ErrorIs(t, err, errHandler)
-				assert.Equal(t, []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"}, counter.take(),
+				assert.Equal(t, []string{"PutItem", "UpdateItem", "UpdateItem", "UpdateItem"}, counter.take(),
 					"claim, 2 steps, suspend")
 				_, err = h(t.Context(), req)
 				require.NoError(t, err)
@@ -249,7 +252,7 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.EqualValues(t, 2, ran[2].Load())
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "PutItem", "UpdateItem", "UpdateItem"},
 		},
 		{
 			name: "local cache replay",
@@ -275,8 +278,10 @@ func TestWrapCallCounts(t *testing.T) {
 }
 
 // TestStoreCallCounts holds the store's own floor on the wire: a new key
-// costs its claim and its completion, a step one write, and a takeover
-// that resumes steps the claim alone.
+// costs its claim and its completion, a step one write, a takeover of a
+// record without steps the claim alone, and one that resumes steps the
+// claim and the write that keeps them (so a resume whose steps are all done
+// costs 3 calls with its completion).
 func TestStoreCallCounts(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
@@ -294,7 +299,7 @@ func TestStoreCallCounts(t *testing.T) {
 			done := rec
 			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
 			require.NoError(t, store.Complete(t.Context(), done))
-			assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take(), "new key: claim and complete")
+			assert.Equal(t, []string{"PutItem", "UpdateItem"}, counter.take(), "new key: claim and complete")
 
 			rec = liveRecord(now)
 			_, err = store.Claim(t.Context(), rec, now)
@@ -311,7 +316,22 @@ func TestStoreCallCounts(t *testing.T) {
 			res, err := store.Claim(t.Context(), b, later)
 			require.NoError(t, err)
 			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
-			assert.Equal(t, []string{"UpdateItem"}, counter.take(), "resuming costs the claim alone")
+			assert.Equal(t, []string{"PutItem", "PutItem"}, counter.take(), "resuming: the claim, refused, and the write that keeps the steps")
+			done = b
+			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
+			require.NoError(t, store.Complete(t.Context(), done))
+			assert.Equal(t, []string{"UpdateItem"}, counter.take())
+
+			// A takeover of a record without steps: the claim alone.
+			rec = liveRecord(now)
+			_, err = store.Claim(t.Context(), rec, now)
+			require.NoError(t, err)
+			later = rec.LeaseExpiresAt.Add(time.Millisecond)
+			counter.take()
+			res, err = store.Claim(t.Context(), rival(rec, later), later)
+			require.NoError(t, err)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
+			assert.Equal(t, []string{"PutItem"}, counter.take(), "takeover without steps: the claim alone")
 		})
 	}
 }

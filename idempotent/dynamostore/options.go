@@ -55,8 +55,8 @@ type Options struct {
 
 	// StepsAttr holds the steps an in-progress record's owners finished, in
 	// order: a list (L) of maps {name: S, data: B} (data absent when a step's
-	// result is empty). Claims leave it as it is when they resume the record,
-	// and completion removes it. Default "steps".
+	// result is empty). A claim that resumes the record writes it back as it
+	// was (see Store.Claim), and completion removes it. Default "steps".
 	StepsAttr string
 
 	// SuspendedAttr marks an in-progress record whose owner gave it up

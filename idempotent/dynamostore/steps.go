@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,7 +17,7 @@ import (
 // reads its inputs). It is a non-nil empty slice so that it is sent as [].
 var emptyList = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 
-// AppendStep implements storage.Store with one UpdateItem that appends step
+// AppendStep implements storage.StepStore with one UpdateItem that appends step
 // to the steps list (creating it with the first step), conditioned on
 // #lease = :lease AND #status = :inprogress. A failed condition is reported
 // as storage.ErrLeaseLost, saying whether the record is gone, held by
@@ -36,18 +37,17 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 		return fmt.Errorf("dynamostore: append step %q: %w: the item would be at least %d bytes (limit %d)",
 			step.Name, storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
-	e := &s.appendStep
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      s.key(id),
-		UpdateExpression:         e.update,
-		ConditionExpression:      e.condition,
-		ExpressionAttributeNames: e.names,
+		UpdateExpression:         aws.String(appendStepUpdate),
+		ConditionExpression:      aws.String(ownerCondition),
+		ExpressionAttributeNames: s.names.appendStep,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			e.empty:      emptyList,
-			e.step:       &types.AttributeValueMemberL{Value: []types.AttributeValue{stepValue(&step)}},
-			e.lease:      attrS(lease),
-			e.inProgress: inProgressAttrValue,
+			":empty":      emptyList,
+			":step":       &types.AttributeValueMemberL{Value: []types.AttributeValue{stepValue(&step)}},
+			":lease":      attrS(lease),
+			":inprogress": inProgressAttrValue,
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -64,7 +64,7 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 	}
 }
 
-// Suspend implements storage.Store with one UpdateItem that sets the lease
+// Suspend implements storage.StepStore with one UpdateItem that sets the lease
 // end and Options.SuspendedAttr, conditioned on #lease = :lease AND
 // #status = :inprogress. With ReturnValuesOnConditionCheckFailure=ALL_OLD a
 // failed condition tells a record that is gone (no item: nothing to
@@ -74,18 +74,17 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 // the record is gone), is decided on the item read with one consistent
 // GetItem (see refusingItem).
 func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
-	e := &s.suspend
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      s.key(id),
-		UpdateExpression:         e.update,
-		ConditionExpression:      e.condition,
-		ExpressionAttributeNames: e.names,
+		UpdateExpression:         aws.String(suspendUpdate),
+		ConditionExpression:      aws.String(ownerCondition),
+		ExpressionAttributeNames: s.names.suspend,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			e.leaseEnd:   attrN(leaseEnd.UnixMilli()),
-			e.suspended:  suspendedValue,
-			e.lease:      attrS(lease),
-			e.inProgress: inProgressAttrValue,
+			":lease_end":  attrN(leaseEnd.UnixMilli()),
+			":suspended":  suspendedValue,
+			":lease":      attrS(lease),
+			":inprogress": inProgressAttrValue,
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
