@@ -12,26 +12,26 @@
 //
 // # Calls per operation
 //
-//   - Claim: one UpdateItem that SETs every attribute of the new record
-//     (REMOVEs the optional ones it does not carry, and #suspended) and
-//     leaves the steps as they are, with the condition
-//     attribute_not_exists(#id) OR #lease = :lease OR
-//     (attribute_not_exists(#steps) AND #expiration < :now) OR
+//   - Claim: one PutItem of the whole new record, with the condition
+//     attribute_not_exists(#id) OR #lease = :lease OR #expiration < :now OR
 //     (#status = :inprogress AND #in_progress_expiration < :now_ms AND
 //     #version = :record_version AND attribute_exists(#lease) AND
-//     <steps absent and payload compatible, or not expired and the same payload>),
+//     attribute_not_exists(#steps) AND <payload compatible>),
 //     ReturnValues=ALL_OLD (the replaced item tells a takeover from a resume
-//     of a suspended record and carries the steps a claim for the same
-//     payload resumes: resuming costs no extra call) and
-//     ReturnValuesOnConditionCheckFailure=ALL_OLD (the live
-//     item that refused the claim comes back with the failure, so a duplicate
-//     costs one call). A consistent GetItem follows only if a server refuses
-//     without returning the item; if the item has vanished by then, the
-//     claim is tried once more. One rare case costs a second call: a record
-//     the claim may replace but whose steps it may not keep (expired, or a
-//     takeover with a payload fingerprint on one side only) fails the
-//     condition, and is replaced by a PutItem of the new record, without
-//     steps, conditioned on the record being exactly as read.
+//     of a suspended record) and ReturnValuesOnConditionCheckFailure=ALL_OLD
+//     (the live item that refused the claim comes back with the failure, so
+//     a duplicate costs one call). A consistent GetItem follows only if a
+//     server refuses without returning the item; if the item has vanished by
+//     then, the claim is tried once more. One rare case costs a second call:
+//     a lapsed record that holds steps fails the condition (the PutItem would
+//     drop them), and is replaced by a second PutItem of the new record,
+//     conditioned on the record being exactly as read (#lease, #status,
+//     #expiration and #in_progress_expiration as read): with its steps when
+//     the claim resumes it (the same payload; then also
+//     size(#steps) = :as_read, so a step its lapsed owner appends meanwhile
+//     is not lost), without them otherwise. If the record changed meanwhile,
+//     the claim is decided again on it. An expired record's steps die with
+//     it: the claim alone replaces it.
 //   - Complete: one UpdateItem
 //     SET #status = :completed, #data = :data, #expiration = :exp
 //     REMOVE #in_progress_expiration, #steps, #suspended, conditioned on
@@ -53,9 +53,10 @@
 // gone: not an error for Suspend and Release); it is reported as
 // [storage.ErrLeaseLost] and nothing is written. A claim retried by the SDK
 // after a lost response finds its own lease token, which the condition
-// admits: the claim was in fact made.
+// admits: the claim was in fact made. A second write retried so fails its
+// condition on the record it wrote, which carries its lease: made too.
 //
-// Every conditional write (the claim, its replacement PutItem, Complete,
+// Every conditional write (the claim, its second PutItem, Complete,
 // Release, AppendStep, Suspend, and the operator's Delete) asks for the
 // stored item with a failed condition (ReturnValuesOnConditionCheckFailure=
 // ALL_OLD) and decides on it, at no extra call. Some DynamoDB-compatible
@@ -108,10 +109,9 @@
 // expired records; the claim condition checks expiration itself, because
 // TTL deletion can lag by days. On-demand capacity suits bursty Lambda traffic.
 //
-// The function's role needs dynamodb:UpdateItem (claim, complete, steps),
-// dynamodb:PutItem (the rare claim that replaces a record whose steps it may
-// not keep), dynamodb:DeleteItem (release) and dynamodb:GetItem (the
-// fallback read only) on the table.
+// The function's role needs dynamodb:PutItem (claim), dynamodb:UpdateItem
+// (complete, steps, suspend), dynamodb:DeleteItem (release) and
+// dynamodb:GetItem (the fallback read only) on the table.
 //
 // # Global tables
 //
