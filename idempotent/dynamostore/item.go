@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -105,7 +104,7 @@ func numberSize(v int64) int {
 
 // decode reads a stored item into a Record. It is strict: a missing required
 // attribute, a wrong type or an unparsable number yields an error wrapping
-// idempotent.ErrCorruptRecord that names the attribute. The status is not
+// storage.ErrCorruptRecord that names the attribute. The status is not
 // checked (the wrapper refuses unknown ones), and an item without a version
 // decodes with Version 0 (the wrapper refuses it as foreign).
 func (s *Store) decode(item map[string]types.AttributeValue) (storage.Record, error) {
@@ -224,7 +223,7 @@ type decoder struct {
 
 func (d *decoder) fail(attr, format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: attribute %q %s", idempotent.ErrCorruptRecord, attr, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: attribute %q %s", storage.ErrCorruptRecord, attr, fmt.Sprintf(format, args...))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -93,23 +92,23 @@ func completedSize(key string, rec *storage.Record) int {
 // strict: an odd list, a non-string element, a missing status, expiration or
 // lease, a number that is not a plain decimal integer, or a steps value that
 // does not decode (see decodeSteps) yields an error
-// wrapping idempotent.ErrCorruptRecord that names the field. Unknown fields
+// wrapping storage.ErrCorruptRecord that names the field. Unknown fields
 // are ignored. The status is not checked (the wrapper refuses unknown ones),
 // and a hash without a version decodes with Version 0 (the wrapper refuses it
 // as foreign).
 func decodeHash(id string, flat []any) (storage.Record, error) {
 	if len(flat)%2 != 0 {
-		return storage.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", idempotent.ErrCorruptRecord, len(flat))
+		return storage.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", storage.ErrCorruptRecord, len(flat))
 	}
 	fields := make(map[string]string, len(flat)/2)
 	for i := 0; i < len(flat); i += 2 {
 		name, ok := flat[i].(string)
 		if !ok {
-			return storage.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", idempotent.ErrCorruptRecord, flat[i])
+			return storage.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", storage.ErrCorruptRecord, flat[i])
 		}
 		value, ok := flat[i+1].(string)
 		if !ok {
-			return storage.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", idempotent.ErrCorruptRecord, name, flat[i+1])
+			return storage.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", storage.ErrCorruptRecord, name, flat[i+1])
 		}
 		fields[name] = value
 	}
@@ -158,7 +157,7 @@ type decoder struct {
 
 func (d *decoder) fail(field, format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: field %q %s", idempotent.ErrCorruptRecord, field, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: field %q %s", storage.ErrCorruptRecord, field, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -229,7 +228,7 @@ func appendNetstring(b []byte, s string) []byte {
 
 // decodeSteps reads a steps field. The empty value holds no steps (nil). A
 // value that is not a whole number of name/data netstring pairs yields an
-// error (callers wrap it in idempotent.ErrCorruptRecord) naming the byte
+// error (callers wrap it in storage.ErrCorruptRecord) naming the byte
 // offset where decoding failed.
 func decodeSteps(v string) ([]storage.Step, error) {
 	var steps []storage.Step
