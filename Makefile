@@ -9,8 +9,8 @@ MAKEFLAGS += --no-builtin-rules
 # Pinned: staticcheck 2026.2.2 (v0.8.2) is the first release whose go.mod says go 1.26.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -race -count=1
-# Starts DynamoDB Local and redis-server on free loopback ports for the command that follows (unless
-# AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL are set), and stops them afterwards.
+# Starts DynamoDB Local, a redis-server and a 3-primary Redis Cluster on free loopback ports for the command that
+# follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS are set), and stops them afterwards.
 WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh
 
 # deps-NEED: scripts/ci-deps.sh NEED installs what NEED calls for and is missing (as root or with sudo, from

@@ -346,10 +346,14 @@ func runCalls(ctx context.Context, client *dynamodb.Client, table string, tmpl p
 			i := invoke(stepped, key)
 			return i, expect(i, "executed", false, false)
 		}},
-		{"takeover after step 2 of 3 (steps resumed)", "executed", 3, func(key string) (inv, string) {
+		{"takeover after step 2 of 3 (steps resumed)", "executed", 4, func(key string) (inv, string) {
 			// The owner records two steps and stalls; past its lease a
-			// retry in another process takes over: its claim returns the
-			// two steps, so it records only the third and completes.
+			// retry in another process takes over: its claim (a PutItem,
+			// refused by the record's steps) and a second PutItem that
+			// keeps them bring the two steps back, so it records only the
+			// third and completes. One call more than a claim that kept
+			// the steps itself (3), on purpose: the claim is the design's
+			// PutItem, and resumes are rare.
 			started, release := sh.stallKey(key)
 			done := make(chan inv)
 			go func() { done <- invoke(stepped, key) }()

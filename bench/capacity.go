@@ -388,21 +388,21 @@ type capacityRun struct {
 	Stored        storedItems
 }
 
-// claimOp labels dynamostore's claim, an UpdateItem that asks for the old
-// item (ReturnValues=ALL_OLD), apart from its other UpdateItems (completion,
-// steps); Powertools claims with a PutItem.
-const claimOp = "UpdateItem(claim)"
+// claimOp labels dynamostore's claim, a PutItem that asks for the old item
+// (ReturnValues=ALL_OLD), apart from other PutItems (Powertools claims with
+// a PutItem that does not ask for it).
+const claimOp = "PutItem(claim)"
 
 // operationLabel is the operation's name, with dynamostore's claim told apart.
 func operationLabel(ctx context.Context, params any) string {
-	if u, ok := params.(*dynamodb.UpdateItemInput); ok && u.ReturnValues == types.ReturnValueAllOld {
+	if p, ok := params.(*dynamodb.PutItemInput); ok && p.ReturnValues == types.ReturnValueAllOld {
 		return claimOp
 	}
 	return awsmiddleware.GetOperationName(ctx)
 }
 
 // claimUnits is what one successful claim of a new key reported: a PutItem
-// (Powertools) or dynamostore's claiming UpdateItem.
+// (Powertools) or dynamostore's claiming PutItem.
 func (r capacityRun) claimUnits() float64 {
 	for _, op := range []string{"PutItem", claimOp} {
 		if c := r.New.Capacity[op]; c != nil && c.Reported > 0 {

@@ -40,46 +40,54 @@ func attrN(v int64) *types.AttributeValueMemberN {
 }
 func attrS(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
 
-// claim sends the claim dynamostore sends (storeClaim: the same update and
-// condition expressions, names and value shapes), for id, lease and now; it
-// returns the refusing item (ReturnValuesOnConditionCheckFailure=ALL_OLD)
-// when the key is taken.
+// claim sends the claim dynamostore sends (storeClaim: the same item
+// attributes, condition expression, names and value shapes), for id, lease
+// and now; it returns the refusing item
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD) when the key is taken.
 func (b *bare) claim(ctx context.Context, id, lease string) (map[string]types.AttributeValue, error) {
 	return b.claimAs(ctx, storeClaim, id, lease, "")
 }
 
 // claimAs sends the captured claim tmpl for id, lease and now, with the
 // payload fingerprint fp in place of sentinelFingerprint (storeClaimFP).
-func (b *bare) claimAs(ctx context.Context, tmpl *dynamodb.UpdateItemInput, id, lease, fp string) (map[string]types.AttributeValue, error) {
+func (b *bare) claimAs(ctx context.Context, tmpl *dynamodb.PutItemInput, id, lease, fp string) (map[string]types.AttributeValue, error) {
 	now := time.Now()
-	in := *tmpl
-	in.TableName = &b.table
-	in.Key = map[string]types.AttributeValue{"id": attrS(id)}
-	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(tmpl.ExpressionAttributeValues))
-	for k, v := range tmpl.ExpressionAttributeValues {
-		in.ExpressionAttributeValues[k] = v
+	subst := func(v types.AttributeValue) types.AttributeValue {
 		switch n := v.(type) {
 		case *types.AttributeValueMemberN:
 			switch n.Value {
 			case sentinelNow:
-				in.ExpressionAttributeValues[k] = attrN(now.Unix())
+				return attrN(now.Unix())
 			case sentinelNowMs:
-				in.ExpressionAttributeValues[k] = attrN(now.UnixMilli())
+				return attrN(now.UnixMilli())
 			case sentinelExpiry:
-				in.ExpressionAttributeValues[k] = attrN(now.Add(time.Hour).Unix())
+				return attrN(now.Add(time.Hour).Unix())
 			case sentinelLeaseEnd:
-				in.ExpressionAttributeValues[k] = attrN(now.Add(32 * time.Second).UnixMilli())
+				return attrN(now.Add(32 * time.Second).UnixMilli())
 			}
 		case *types.AttributeValueMemberS:
 			switch n.Value {
+			case sentinelID:
+				return attrS(id)
 			case sentinelLease:
-				in.ExpressionAttributeValues[k] = attrS(lease)
+				return attrS(lease)
 			case sentinelFingerprint:
-				in.ExpressionAttributeValues[k] = attrS(fp)
+				return attrS(fp)
 			}
 		}
+		return v
 	}
-	_, err := b.client.UpdateItem(ctx, &in)
+	in := *tmpl
+	in.TableName = &b.table
+	in.Item = make(map[string]types.AttributeValue, len(tmpl.Item))
+	for k, v := range tmpl.Item {
+		in.Item[k] = subst(v)
+	}
+	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(tmpl.ExpressionAttributeValues))
+	for k, v := range tmpl.ExpressionAttributeValues {
+		in.ExpressionAttributeValues[k] = subst(v)
+	}
+	_, err := b.client.PutItem(ctx, &in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return ccf.Item, nil
@@ -95,11 +103,12 @@ const (
 	sentinelExpiry   = "1000003601"
 	sentinelLeaseEnd = "1000000033000"
 	sentinelLease    = "bench-sentinel-lease"
+	sentinelID       = "capture#id"
 	// A SHA-256 in hex, as the engine writes a fingerprint, all 'f'.
 	sentinelFingerprint = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
 )
 
-// storeClaim is the UpdateItem dynamostore sends to claim a new key without
+// storeClaim is the PutItem dynamostore sends to claim a new key without
 // a payload fingerprint, captured once from a store over a client that
 // answers nothing, so the floor's claim is the store's to the byte: a
 // cheaper hand-made one would put the cost of the store's own condition on
@@ -111,34 +120,34 @@ var storeClaim = captureClaim("")
 // also checks the stored fingerprint, and its item holds one.
 var storeClaimFP = captureClaim(sentinelFingerprint)
 
-func captureClaim(fingerprint string) *dynamodb.UpdateItemInput {
+func captureClaim(fingerprint string) *dynamodb.PutItemInput {
 	c := &claimCapture{}
 	now := time.Unix(1_000_000_001, 0)
 	_, _ = dynamostore.New(c, "capture").Claim(context.Background(), storage.Record{
-		ID: "capture#id", Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
+		ID: sentinelID, Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(32 * time.Second), Lease: sentinelLease, Version: storage.RecordVersion,
 		Fingerprint: fingerprint,
 	}, now)
 	if c.in == nil {
-		panic("idembench: dynamostore's claim made no UpdateItem")
+		panic("idembench: dynamostore's claim made no PutItem")
 	}
 	return c.in
 }
 
-// claimCapture is a dynamostore.Client that keeps the first UpdateItem and
+// claimCapture is a dynamostore.Client that keeps the first PutItem and
 // fails every call.
-type claimCapture struct{ in *dynamodb.UpdateItemInput }
+type claimCapture struct{ in *dynamodb.PutItemInput }
 
 var errCaptured = errors.New("idembench: captured, not sent")
 
-func (c *claimCapture) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+func (c *claimCapture) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if c.in == nil {
 		c.in = in
 	}
 	return nil, errCaptured
 }
 
-func (c *claimCapture) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+func (c *claimCapture) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return nil, errCaptured
 }
 

@@ -344,8 +344,8 @@ func (r *report) writeFloor(p func(string, ...any)) {
 		return
 	}
 	p("The wrapper (`idempotent.Wrap` over `dynamostore`) against the calls it cannot avoid, made by hand with the SDK "+
-		"(bench/floor.go): for a new key dynamostore's own claim (its UpdateItem, captured once from the store and replayed with "+
-		"this call's id, lease and times: the same expressions, names and values) and an UpdateItem (the same update "+
+		"(bench/floor.go): for a new key dynamostore's own claim (its PutItem, captured once from the store and replayed with "+
+		"this call's id, lease and times: the same item, expressions, names and values) and an UpdateItem (the same update "+
 		"and lease condition); for a replay that claim failing with "+
 		"`ReturnValuesOnConditionCheckFailure=ALL_OLD`, without even decoding the returned response. Same client, same "+
 		"table, same 1 KB event and handler, one invocation at a time, wrapped and bare interleaved (A/B, B/A, …) "+
@@ -814,8 +814,8 @@ func (r *report) writeCapacity(p func(string, ...any)) {
 		"replayed, %d in flight; the same 1 KB event; two responses, the same in both implementations: §3's small one "+
 		"and one with a `receipt` field that brings it to about 1 KB (JSON: %s). No payload validation, no local cache.\n\n",
 		c.CapacityWarmup, c.CapacityN, c.CapacityN, c.CapacityC, strings.Join(sizes, " and "))
-	p("**Replays are derived, not reported.** A replay is one conditional write that fails (idemkit's claiming " +
-		"UpdateItem, Powertools' PutItem; both libraries read the " +
+	p("**Replays are derived, not reported.** A replay is one conditional write that fails (a PutItem in both " +
+		"libraries, idemkit's and Powertools'; both read the " +
 		"stored record from `ReturnValuesOnConditionCheckFailure=ALL_OLD`, no GetItem). DynamoDB bills a failed " +
 		"conditional write, but its ConditionalCheckFailedException carries no ConsumedCapacity (the API's error shape " +
 		"has none; DynamoDB Local returns none either). DynamoDB's Developer Guide (\"DynamoDB read and write " +

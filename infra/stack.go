@@ -95,11 +95,11 @@ const (
 
 // The item-level DynamoDB actions each function performs, and nothing else:
 // no Scan, Query, Batch* or DescribeTable, and never a wildcard. The
-// idempotency store claims, completes, records steps and suspends with
-// UpdateItem (ALL_OLD returns a duplicate's record on a failed condition),
-// replaces a record whose steps it must drop with PutItem (rare), releases
-// with DeleteItem and falls back to a consistent GetItem only where a server
-// does not return the old item.
+// idempotency store claims with PutItem (ALL_OLD returns a duplicate's
+// record on a failed condition; a second PutItem, rare, resumes or drops a
+// lapsed record's steps), completes, records steps and suspends with
+// UpdateItem, releases with DeleteItem and falls back to a consistent
+// GetItem only where a server does not return the old item.
 var (
 	idempotencyActions = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 	// The payments function appends one ledger item per payment.

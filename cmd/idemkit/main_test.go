@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +72,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{"caller with --key", []string{"id", "--prefix", "p", "--key", "k", "--caller", "jwt"}, "--caller goes with --http-key"},
 		{"bad caller", []string{"id", "--prefix", "p", "--http-key", "k", "--caller", "jwt"}, "takes 2 parts"},
 		{"no store", []string{"inspect", "--id", "p#x"}, "name the store"},
-		{"two stores", []string{"inspect", "--id", "p#x", "--table", "t", "--redis", "redis://127.0.0.1:1"}, "not both"},
+		{"two stores", []string{"inspect", "--id", "p#x", "--table", "t", "--redis", "redis://127.0.0.1:1"}, "only one of --table, --redis and --redis-cluster"},
 		{"list without a mode", []string{"list", "--table", "t"}, "--stuck or --in-progress"},
 	}
 	for _, tt := range tests {
@@ -114,7 +117,17 @@ var layouts = []layout{
 			o.KeyAttr, o.SortKeyAttr, o.StaticPartitionKey = "pk", "sk", "idempotency#payments"
 		},
 		func(t *localddb.Table) { t.PartitionKey, t.SortKey = "pk", "sk" }},
+	// Without --steps-attr, the steps of such a table would be invisible to
+	// inspect and thrown away unseen by forget.
+	{"custom attribute names", []string{"--steps-attr", "finished_steps", "--suspended-attr", "paused", "--lease-attr", "owner"},
+		func(o *dynamostore.Options) {
+			o.StepsAttr, o.SuspendedAttr, o.LeaseAttr = "finished_steps", "paused", "owner"
+		},
+		func(*localddb.Table) {}},
 }
+
+// composite reports whether l is the composite key layout.
+func (l layout) composite() bool { return slices.Contains(l.flags, "--sort-key-attr") }
 
 // newTable creates a table of the layout (TTL on expiration unless noTTL),
 // deleted when the test ends, and a store on it.
@@ -139,9 +152,14 @@ func newTable(t *testing.T, client *dynamodb.Client, l layout, noTTL bool) (stri
 // httpResponse is an HTTP front door's stored form, as the adapters write it.
 const httpResponse = `{"statusCode":201,"headers":{"Content-Type":"application/json"},"body":"{\"id\":\"pay_1\"}"}`
 
-// seed writes a completed HTTP record, a live and a lapsed INPROGRESS record
-// to store, at now.
-func seed(t *testing.T, store storage.StepStore, now time.Time) (done, live, lapsed storage.Record) {
+// seeded are the records seed writes.
+type seeded struct {
+	done, live, lapsed, suspended storage.Record
+}
+
+// seed writes a completed HTTP record, a live and a lapsed INPROGRESS record,
+// and one suspended after a handler error, to store, at now.
+func seed(t *testing.T, store storage.StepStore, now time.Time) seeded {
 	t.Helper()
 	ctx := t.Context()
 	mk := func(key string, lease time.Duration) storage.Record {
@@ -153,14 +171,18 @@ func seed(t *testing.T, store storage.StepStore, now time.Time) (done, live, lap
 		require.True(t, res.Claimed)
 		return rec
 	}
-	done = mk("done", time.Minute)
+	done := mk("done", time.Minute)
 	done.Status, done.Data, done.LeaseExpiresAt = storage.StatusCompleted, envelope.Encode([]byte(httpResponse), 16), time.Time{}
 	require.NoError(t, store.Complete(ctx, done))
-	live = mk("live", 10*time.Minute)
-	lapsed = mk("lapsed", 2*time.Second)
+	live := mk("live", 10*time.Minute)
+	lapsed := mk("lapsed", 2*time.Second)
 	// The lapsed owner finished a step before it crashed.
 	require.NoError(t, store.AppendStep(ctx, lapsed.ID, lapsed.Lease, storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}))
-	return done, live, lapsed
+	// The suspended owner finished a step, then its handler failed.
+	suspended := mk("suspended", time.Minute)
+	require.NoError(t, store.AppendStep(ctx, suspended.ID, suspended.Lease, storage.Step{Name: "reserve", Data: []byte(`"r_1"`)}))
+	require.NoError(t, store.Suspend(ctx, suspended.ID, suspended.Lease, now))
+	return seeded{done, live, lapsed, suspended}
 }
 
 func TestDynamoDB(t *testing.T) {
@@ -171,21 +193,32 @@ func TestDynamoDB(t *testing.T) {
 			t.Parallel()
 			table, store := newTable(t, client, l, false)
 			now := time.Now()
-			done, live, lapsed := seed(t, store, now)
+			recs := seed(t, store, now)
 			later := now.Add(time.Minute) // the lapsed lease has ended, the live one has not
 			flags := append([]string{"--table", table}, l.flags...)
-			storeTests(t, flags, done, live, lapsed, later)
+			storeTests(t, flags, recs, later)
 
 			// A corrupt item: shown with its raw attributes, never deleted.
 			bad := map[string]types.AttributeValue{"status": &types.AttributeValueMemberS{Value: "INPROGRESS"},
 				"expiration": &types.AttributeValueMemberS{Value: "soon"}}
-			if len(l.flags) > 0 {
-				bad["pk"], bad["sk"] = &types.AttributeValueMemberS{Value: "idempotency#payments"}, &types.AttributeValueMemberS{Value: "payments#bad"}
-			} else {
-				bad["id"] = &types.AttributeValueMemberS{Value: "payments#bad"}
+			withID := func(item map[string]types.AttributeValue, id string) map[string]types.AttributeValue {
+				if l.composite() {
+					item["pk"], item["sk"] = &types.AttributeValueMemberS{Value: "idempotency#payments"}, &types.AttributeValueMemberS{Value: id}
+				} else {
+					item["id"] = &types.AttributeValueMemberS{Value: id}
+				}
+				return item
 			}
-			_, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &table, Item: bad})
+			_, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &table, Item: withID(bad, "payments#bad")})
 			require.NoError(t, err)
+			// A Powertools (TypeScript) record in flight on the shared table.
+			_, err = client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &table, Item: withID(map[string]types.AttributeValue{
+				"status":                 &types.AttributeValueMemberS{Value: "INPROGRESS"},
+				"expiration":             &types.AttributeValueMemberN{Value: strconv.FormatInt(later.Add(time.Hour).Unix(), 10)},
+				"in_progress_expiration": &types.AttributeValueMemberN{Value: strconv.FormatInt(later.Add(time.Minute).UnixMilli(), 10)},
+			}, powertoolsID)})
+			require.NoError(t, err)
+			foreignTests(t, flags, later)
 			r := run(t, later, append([]string{"inspect", "--id", "payments#bad"}, flags...)...)
 			assert.Equal(t, idemkitcli.ExitCorrupt, r.code)
 			assert.Contains(t, r.stdout, "CORRUPT")
@@ -209,10 +242,32 @@ func TestDynamoDB(t *testing.T) {
 	}
 }
 
-// storeTests runs inspect, forget and list on a store seeded by seed.
-func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record, later time.Time) {
+// powertoolsID is the id Powertools for AWS Lambda (TypeScript) gives a
+// record of the function "payments": NAME#<base64 of an MD5>.
+const powertoolsID = "payments#4PhdCKDyGVs9hQPBULSSzA=="
+
+// foreignTests runs list and forget on a store that holds a Powertools
+// record (powertoolsID) and no INPROGRESS record of idemkit's.
+func foreignTests(t *testing.T, flags []string, later time.Time) {
 	t.Helper()
 	with := func(args ...string) []string { return append(args, flags...) }
+	r := run(t, later, with("list", "--in-progress", "--limit", "0")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^CORRUPT .* `+regexp.QuoteMeta(powertoolsID), r.stdout, "a foreign record cannot be read")
+	r = run(t, later, with("list", "--in-progress", "--limit", "0", "--prefix", "payments")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "no records found\n", r.stdout, "--prefix leaves other tools' records out")
+	assert.Contains(t, r.stderr, "of other prefixes or tools left out")
+	r = run(t, later, with("forget", "--id", powertoolsID, "--force")...)
+	assert.Equal(t, idemkitcli.ExitCorrupt, r.code)
+	assert.Contains(t, r.stderr, "not deleting a record idemkit cannot read")
+}
+
+// storeTests runs inspect, forget and list on a store seeded by seed.
+func storeTests(t *testing.T, flags []string, recs seeded, later time.Time) {
+	t.Helper()
+	with := func(args ...string) []string { return append(args, flags...) }
+	done, live, lapsed, suspended := recs.done, recs.live, recs.lapsed, recs.suspended
 
 	// inspect by raw key, human and JSON, with the response decoded.
 	r := run(t, later, with("inspect", "--prefix", "payments", "--key", "done", "--show-response")...)
@@ -234,6 +289,14 @@ func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record,
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "steps    1 finished")
 	assert.Contains(t, r.stdout, `1. charge (13 bytes) {"id":"ch_1"}`)
+	assert.Contains(t, r.stdout, "its owner crashed or overran")
+
+	// Suspended after a handler error: said so, not "crashed or overran".
+	r = run(t, later, with("inspect", "--id", suspended.ID)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "SUSPENDED after a handler error, its steps kept (the next retry of the same payload resumes it at once)")
+	assert.Contains(t, r.stdout, "1. reserve (5 bytes)")
+	assert.NotContains(t, r.stdout, "crashed or overran")
 
 	r = run(t, later.Add(2*time.Hour), with("inspect", "--id", done.ID)...)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -254,9 +317,19 @@ func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record,
 	require.Equal(t, 0, r.code, r.stderr)
 	var listed []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed))
-	require.Len(t, listed, 2)
-	assert.Equal(t, lapsed.ID, listed[0]["id"], "lapsed leases first")
-	assert.Equal(t, live.ID, listed[1]["id"])
+	require.Len(t, listed, 3)
+	assert.Equal(t, suspended.ID, listed[0]["id"], "lapsed leases first, the oldest lapse first")
+	assert.Equal(t, true, listed[0]["suspended"])
+	assert.Equal(t, lapsed.ID, listed[1]["id"])
+	assert.Equal(t, live.ID, listed[2]["id"])
+	r = run(t, later, with("list", "--in-progress", "--prefix", "payments")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^suspended .* `+suspended.ID+`$`, r.stdout)
+	assert.Regexp(t, `(?m)^lapsed .* `+lapsed.ID+`$`, r.stdout)
+	assert.Regexp(t, `(?m)^live .* `+live.ID+`$`, r.stdout)
+	r = run(t, later, with("list", "--in-progress", "--prefix", "orders")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "no records found\n", r.stdout)
 	r = run(t, later, with("list", "--in-progress", "--limit", "1")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "1 listed")
@@ -273,10 +346,26 @@ func storeTests(t *testing.T, flags []string, done, live, lapsed storage.Record,
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "WARNING")
 	assert.Contains(t, r.stdout, "forgotten")
-	r = run(t, later, with("forget", "--prefix", "payments", "--key", "lapsed")...)
+	// forget: a record holding finished steps shows them, and only with --force.
+	for _, rec := range []struct {
+		rec  storage.Record
+		step string
+	}{{lapsed, "charge"}, {suspended, "reserve"}} {
+		r = run(t, later, with("forget", "--id", rec.rec.ID)...)
+		assert.Equal(t, idemkitcli.ExitRefused, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "1. "+rec.step)
+		assert.Contains(t, r.stderr, "holds 1 finished step(s) ("+rec.step+"): forgetting it throws them away")
+		oneLine(t, r)
+		r = run(t, later, with("inspect", "--id", rec.rec.ID)...)
+		require.Equal(t, 0, r.code, "still there: %s", r.stderr)
+	}
+	r = run(t, later, with("forget", "--prefix", "payments", "--key", "lapsed", "--force")...)
 	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "WARNING: throwing away 1 finished step(s) (charge)")
 	r = run(t, later, with("inspect", "--id", lapsed.ID)...)
 	assert.Equal(t, idemkitcli.ExitNotFound, r.code)
+	r = run(t, later, with("forget", "--id", suspended.ID, "--force")...)
+	require.Equal(t, 0, r.code, r.stderr)
 }
 
 // TestDynamoDBAPIGatewayRecord: a record the API Gateway adapter wrote is
@@ -395,9 +484,15 @@ func TestRedis(t *testing.T) {
 	})
 	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
 	now := time.Now()
-	done, live, lapsed := seed(t, store, now)
+	recs := seed(t, store, now)
 	flags := []string{"--redis", url, "--redis-key-prefix", prefix}
-	storeTests(t, flags, done, live, lapsed, now.Add(time.Minute))
+	storeTests(t, flags, recs, now.Add(time.Minute))
+
+	// A Powertools record on the same server (under the same key prefix).
+	require.NoError(t, client.HSet(t.Context(), prefix+powertoolsID, "status", "INPROGRESS",
+		"expiration", now.Add(time.Hour).Unix(), "in_progress_expiration", now.Add(2*time.Minute).UnixMilli()).Err())
+	require.NoError(t, client.Expire(t.Context(), prefix+powertoolsID, time.Hour).Err())
+	foreignTests(t, flags, now.Add(time.Minute))
 
 	// A foreign key: not a hash.
 	require.NoError(t, client.Set(t.Context(), prefix+"payments#bad", "x", time.Hour).Err())

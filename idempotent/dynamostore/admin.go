@@ -99,10 +99,12 @@ func (s *Store) idAttr() string {
 
 // Delete deletes the record rec.ID with one DeleteItem conditioned on the
 // record still being exactly as rec describes it (as Get returned it):
-// status, lease, lease end, expiry, fingerprint and version. A record that
-// changed meanwhile (completed, taken over, claimed anew, or gone) is left
-// alone and the error wraps ErrChanged (and ErrNotFound as well when it is
-// gone). Deleting a live INPROGRESS record lets a duplicate run the handler
+// status, lease, lease end, expiry, fingerprint, version and whether it is
+// suspended. A record that changed meanwhile (completed, taken over,
+// suspended, claimed anew, or gone) is left alone and the error wraps
+// ErrChanged (and ErrNotFound as well when it is gone). A failed condition
+// tells a gone record from a changed one by the item DynamoDB returns with
+// it; when a server returns none, one consistent GetItem tells them apart. Deleting a live INPROGRESS record lets a duplicate run the handler
 // while its owner may still be running: the caller decides that, not Delete.
 func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	o := &s.opts
@@ -125,6 +127,13 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	} else {
 		cond = cond.And(expression.Equal(name(o.VersionAttr), expression.Value(numberValue(int64(rec.Version)))))
 	}
+	if rec.Suspended {
+		cond = cond.And(expression.Equal(name(o.SuspendedAttr), expression.Value(suspendedValue)))
+	} else {
+		// A stored false reads as not suspended too.
+		cond = cond.And(expression.AttributeNotExists(name(o.SuspendedAttr)).Or(
+			expression.Equal(name(o.SuspendedAttr), expression.Value(&types.AttributeValueMemberBOOL{Value: false}))))
+	}
 	e, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("dynamostore: delete: build condition: %w", err)
@@ -141,11 +150,16 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ccf) && len(ccf.Item) == 0:
-		// attribute_exists failed: the item is gone (ALL_OLD returns
-		// whatever stands, so an empty item means none).
-		return fmt.Errorf("dynamostore: delete %s: %w: %w", rec.ID, ErrChanged, ErrNotFound)
 	case errors.As(err, &ccf):
+		item, err := s.refusingItem(ctx, "delete", rec.ID, ccf)
+		if err != nil {
+			return fmt.Errorf("dynamostore: delete %s: %w (%w)", rec.ID, ErrChanged, err)
+		}
+		if len(item) == 0 {
+			// attribute_exists failed: the item is gone (ALL_OLD returns
+			// whatever stands, so an empty item means none).
+			return fmt.Errorf("dynamostore: delete %s: %w: %w", rec.ID, ErrChanged, ErrNotFound)
+		}
 		return fmt.Errorf("dynamostore: delete %s: %w", rec.ID, ErrChanged)
 	default:
 		return fmt.Errorf("dynamostore: delete: %w", err)
@@ -278,3 +292,7 @@ func report(progress func(ScanProgress), p ScanProgress) {
 		progress(p)
 	}
 }
+
+// name is an attribute name for the expression builder, which Delete and
+// Scan assemble at run time; dots in it are not paths.
+func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }

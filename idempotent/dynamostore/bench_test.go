@@ -38,27 +38,30 @@ func (nopClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynam
 	return &dynamodb.GetItemOutput{}, nil
 }
 
-// handClaim is the claim UpdateItem written by hand (a bound claim: the
+// handClaim is the claim PutItem written by hand (a bound claim: the
 // record carries a fingerprint).
 func handClaim(ctx context.Context, c dynamostore.Client, table string, rec *storage.Record, now time.Time) error {
-	_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(table),
-		Key:              map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: rec.ID}},
-		UpdateExpression: aws.String("SET #s = :s, #e = :e, #l = :l, #v = :v, #ipe = :ipe, #val = :val REMOVE #d"),
-		ConditionExpression: aws.String("attribute_not_exists(#id) OR #l = :l OR " +
-			"(attribute_not_exists(#st) AND #e < :now) OR " +
-			"(#s = :ip AND #ipe < :now_ms AND ((attribute_not_exists(#st) AND (attribute_not_exists(#val) OR #val = :val)) OR " +
-			"(#e >= :now AND #val = :val)))"),
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			"id":                     &types.AttributeValueMemberS{Value: rec.ID},
+			"status":                 &types.AttributeValueMemberS{Value: string(rec.Status)},
+			"expiration":             &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)},
+			"in_progress_expiration": &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.LeaseExpiresAt.UnixMilli(), 10)},
+			"lease":                  &types.AttributeValueMemberS{Value: rec.Lease},
+			"validation":             &types.AttributeValueMemberS{Value: rec.Fingerprint},
+			"version":                &types.AttributeValueMemberN{Value: "1"},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(#id) OR #l = :l OR #e < :now OR " +
+			"(#s = :ip AND #ipe < :now_ms AND #v = :v AND attribute_exists(#l) AND attribute_not_exists(#st) AND " +
+			"(attribute_not_exists(#val) OR #val = :val))"),
 		ExpressionAttributeNames: map[string]string{
 			"#id": "id", "#e": "expiration", "#s": "status", "#ipe": "in_progress_expiration", "#l": "lease",
-			"#v": "version", "#val": "validation", "#d": "data", "#st": "steps",
+			"#v": "version", "#val": "validation", "#st": "steps",
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":s":      &types.AttributeValueMemberS{Value: string(rec.Status)},
-			":e":      &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.ExpiresAt.Unix(), 10)},
 			":l":      &types.AttributeValueMemberS{Value: rec.Lease},
 			":v":      &types.AttributeValueMemberN{Value: "1"},
-			":ipe":    &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.LeaseExpiresAt.UnixMilli(), 10)},
 			":val":    &types.AttributeValueMemberS{Value: rec.Fingerprint},
 			":now":    &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 			":now_ms": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
@@ -75,11 +78,11 @@ func handComplete(ctx context.Context, c dynamostore.Client, table string, rec *
 	_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(table),
 		Key:                 map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: rec.ID}},
-		UpdateExpression:    aws.String("SET #s = :s, #d = :d, #e = :e REMOVE #ipe, #st"),
+		UpdateExpression:    aws.String("SET #s = :s, #d = :d, #e = :e REMOVE #ipe, #st, #sus"),
 		ConditionExpression: aws.String("#l = :l"),
 		ExpressionAttributeNames: map[string]string{
 			"#s": "status", "#d": "data", "#e": "expiration", "#ipe": "in_progress_expiration", "#l": "lease",
-			"#st": "steps",
+			"#st": "steps", "#sus": "suspended",
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":s": &types.AttributeValueMemberS{Value: string(rec.Status)},

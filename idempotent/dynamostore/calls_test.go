@@ -24,6 +24,16 @@ func TestWrapCallCounts(t *testing.T) {
 	counter := &callCounter{}
 	client := localddbtest.Client(t, withMiddleware(counter.apiOption))
 	store, _ := newLocalStore(t, client, layouts[0])
+	// Warm the table up with a claim and a completion outside the
+	// wrapper: a first call to a busy DynamoDB Local (other tests run in
+	// parallel, under -race) can take long enough to use up a short lease
+	// before the handler runs ("no time left to run after the claim"), which
+	// is also why the lease is 5 s, not shorter.
+	warm := liveRecord(time.Now())
+	_, err := store.Claim(t.Context(), warm, time.Now())
+	require.NoError(t, err)
+	warm.Status, warm.LeaseExpiresAt = storage.StatusCompleted, time.Time{}
+	require.NoError(t, store.Complete(t.Context(), warm))
 
 	// The wrapper's clock: real time plus an offset that tests move forward
 	// instead of sleeping.
@@ -42,7 +52,7 @@ func TestWrapCallCounts(t *testing.T) {
 		opts := []idempotent.Option{
 			idempotent.WithPrefix("test"),
 			idempotent.WithClock(clock),
-			idempotent.WithMaxLease(time.Second),
+			idempotent.WithMaxLease(5 * time.Second),
 			idempotent.WithLogger(slog.New(slog.DiscardHandler)),
 			idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) {
 				ev.mu.Lock()
@@ -128,7 +138,7 @@ func TestWrapCallCounts(t *testing.T) {
 				require.NoError(t, err)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem"},
 		},
 		{
 			name: "duplicate after completion",
@@ -139,14 +149,14 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.EqualValues(t, 1, runs.Load(), "the handler ran once")
 				return calls
 			},
-			want: []string{"UpdateItem"},
+			want: []string{"PutItem"},
 		},
 		{
 			name: "duplicate while in progress",
 			run: func(t *testing.T) []string {
 				return inProgress(t, wrap(ok, &event{})) // from another process
 			},
-			want: []string{"UpdateItem"},
+			want: []string{"PutItem"},
 		},
 		{
 			name: "duplicate while in progress, same process",
@@ -164,13 +174,13 @@ func TestWrapCallCounts(t *testing.T) {
 				require.ErrorIs(t, err, errHandler)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "DeleteItem"},
+			want: []string{"PutItem", "DeleteItem"},
 		},
 		{
 			name: "takeover after the lease",
 			run: func(t *testing.T) []string {
 				// The first owner overruns: while it runs, the clock passes its
-				// lease (1 s max lease + 2 s clock skew) and a retry takes over.
+				// lease (5 s max lease + 2 s clock skew) and a retry takes over.
 				var h func(context.Context, request) (response, error)
 				var calls []string
 				var depth atomic.Int32
@@ -197,7 +207,7 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.Equal(t, idempotent.OutcomeLeaseLost, ev.events[1].Outcome, "the first owner is fenced out")
 				return calls
 			},
-			want: []string{"UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem"},
 		},
 		{
 			// Claim, one write per step, complete.
@@ -209,12 +219,15 @@ func TestWrapCallCounts(t *testing.T) {
 				require.NoError(t, err)
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
 		},
 		{
 			// The first run records 2 steps and fails: the record is
 			// suspended, not released (one call either way). The retry's
-			// claim brings the 2 steps back: claim + 1 step + complete.
+			// claim brings the 2 steps back: the claim (refused by the
+			// record's steps) and the write that resumes them, + 1 step +
+			// complete. One call more than a claim that keeps steps in one
+			// UpdateItem (3), on purpose: the claim is the design's PutItem.
 			name: "retry after step 2 of 3 failed",
 			run: func(t *testing.T) []string {
 				var failed atomic.Bool
@@ -230,7 +243,7 @@ func TestWrapCallCounts(t *testing.T) {
 				counter.take()
 				_, err := h(t.Context(), req)
 				require.ErrorIs(t, err, errHandler)
-				assert.Equal(t, []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"}, counter.take(),
+				assert.Equal(t, []string{"PutItem", "UpdateItem", "UpdateItem", "UpdateItem"}, counter.take(),
 					"claim, 2 steps, suspend")
 				_, err = h(t.Context(), req)
 				require.NoError(t, err)
@@ -239,7 +252,7 @@ func TestWrapCallCounts(t *testing.T) {
 				assert.EqualValues(t, 2, ran[2].Load())
 				return counter.take()
 			},
-			want: []string{"UpdateItem", "UpdateItem", "UpdateItem"},
+			want: []string{"PutItem", "PutItem", "UpdateItem", "UpdateItem"},
 		},
 		{
 			name: "local cache replay",
@@ -265,8 +278,10 @@ func TestWrapCallCounts(t *testing.T) {
 }
 
 // TestStoreCallCounts holds the store's own floor on the wire: a new key
-// costs its claim and its completion, a step one write, and a takeover
-// that resumes steps the claim alone.
+// costs its claim and its completion, a step one write, a takeover of a
+// record without steps the claim alone, and one that resumes steps the
+// claim and the write that keeps them (so a resume whose steps are all done
+// costs 3 calls with its completion).
 func TestStoreCallCounts(t *testing.T) {
 	t.Parallel()
 	counter := &callCounter{}
@@ -284,7 +299,7 @@ func TestStoreCallCounts(t *testing.T) {
 			done := rec
 			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
 			require.NoError(t, store.Complete(t.Context(), done))
-			assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take(), "new key: claim and complete")
+			assert.Equal(t, []string{"PutItem", "UpdateItem"}, counter.take(), "new key: claim and complete")
 
 			rec = liveRecord(now)
 			_, err = store.Claim(t.Context(), rec, now)
@@ -301,7 +316,22 @@ func TestStoreCallCounts(t *testing.T) {
 			res, err := store.Claim(t.Context(), b, later)
 			require.NoError(t, err)
 			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
-			assert.Equal(t, []string{"UpdateItem"}, counter.take(), "resuming costs the claim alone")
+			assert.Equal(t, []string{"PutItem", "PutItem"}, counter.take(), "resuming: the claim, refused, and the write that keeps the steps")
+			done = b
+			done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
+			require.NoError(t, store.Complete(t.Context(), done))
+			assert.Equal(t, []string{"UpdateItem"}, counter.take())
+
+			// A takeover of a record without steps: the claim alone.
+			rec = liveRecord(now)
+			_, err = store.Claim(t.Context(), rec, now)
+			require.NoError(t, err)
+			later = rec.LeaseExpiresAt.Add(time.Millisecond)
+			counter.take()
+			res, err = store.Claim(t.Context(), rival(rec, later), later)
+			require.NoError(t, err)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
+			assert.Equal(t, []string{"PutItem"}, counter.take(), "takeover without steps: the claim alone")
 		})
 	}
 }

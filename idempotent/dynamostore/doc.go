@@ -12,44 +12,59 @@
 //
 // # Calls per operation
 //
-//   - Claim: one UpdateItem that SETs every attribute of the new record
-//     (REMOVEs the optional ones it does not carry) and leaves the steps as
-//     they are, with the condition
-//     attribute_not_exists(#id) OR #lease = :lease OR
-//     (attribute_not_exists(#steps) AND #expiration < :now) OR
+//   - Claim: one PutItem of the whole new record, with the condition
+//     attribute_not_exists(#id) OR #lease = :lease OR #expiration < :now OR
 //     (#status = :inprogress AND #in_progress_expiration < :now_ms AND
-//     <steps absent and payload compatible, or not expired and the same payload>),
-//     ReturnValues=ALL_OLD (the replaced item tells a takeover and carries
-//     the steps a takeover for the same payload resumes: resuming costs no
-//     extra call) and ReturnValuesOnConditionCheckFailure=ALL_OLD (the live
-//     item that refused the claim comes back with the failure, so a duplicate
-//     costs one call). A consistent GetItem follows only if a server refuses
-//     without returning the item; if the item has vanished by then, the
-//     claim is tried once more. One rare case costs a second call: a record
-//     the claim may replace but whose steps it may not keep (expired, or a
-//     takeover with a payload fingerprint on one side only) fails the
-//     condition, and is replaced by a PutItem of the new record, without
-//     steps, conditioned on the record being exactly as read.
+//     #version = :record_version AND attribute_exists(#lease) AND
+//     attribute_not_exists(#steps) AND <payload compatible>),
+//     ReturnValues=ALL_OLD (the replaced item tells a takeover from a resume
+//     of a suspended record) and ReturnValuesOnConditionCheckFailure=ALL_OLD
+//     (the live item that refused the claim comes back with the failure, so
+//     a duplicate costs one call). A consistent GetItem follows only if a
+//     server refuses without returning the item; if the item has vanished by
+//     then, the claim is tried once more. One rare case costs a second call:
+//     a lapsed record that holds steps fails the condition (the PutItem would
+//     drop them), and is replaced by a second PutItem of the new record,
+//     conditioned on the record being exactly as read (#lease, #status,
+//     #expiration and #in_progress_expiration as read): with its steps when
+//     the claim resumes it (the same payload; then also
+//     size(#steps) = :as_read, so a step its lapsed owner appends meanwhile
+//     is not lost), without them otherwise. If the record changed meanwhile,
+//     the claim is decided again on it. An expired record's steps die with
+//     it: the claim alone replaces it.
 //   - Complete: one UpdateItem
 //     SET #status = :completed, #data = :data, #expiration = :exp
-//     REMOVE #in_progress_expiration, #steps, conditioned on #lease = :lease
-//     alone, so a retried completion succeeds again. An item larger than
-//     Options.MaxItemBytes is refused before the call.
+//     REMOVE #in_progress_expiration, #steps, #suspended, conditioned on
+//     #lease = :lease alone, so a retried completion succeeds again. An item
+//     larger than Options.MaxItemBytes is refused before the call.
 //   - AppendStep: one UpdateItem
 //     SET #steps = list_append(if_not_exists(#steps, :empty), :step),
 //     conditioned on #lease = :lease AND #status = :inprogress. A step past
 //     the item limit is refused without writing (see Options.MaxItemBytes).
-//   - Suspend: one UpdateItem SET #in_progress_expiration = :end, conditioned
-//     on #lease = :lease AND #status = :inprogress.
+//   - Suspend: one UpdateItem
+//     SET #in_progress_expiration = :end, #suspended = true, conditioned on
+//     #lease = :lease AND #status = :inprogress.
 //   - Release: one DeleteItem conditioned on
 //     attribute_not_exists(#id) OR #lease = :lease, so an item that is already
 //     gone counts as released.
 //
 // A conditional failure of Complete, Release, AppendStep or Suspend means
-// another invocation took the lease over (or the record completed); it is
-// reported as [storage.ErrLeaseLost] and nothing is written. A claim retried
-// by the SDK after a lost response finds its own lease token, which the
-// condition admits: the claim was in fact made.
+// another invocation took the lease over (or the record completed, or is
+// gone: not an error for Suspend and Release); it is reported as
+// [storage.ErrLeaseLost] and nothing is written. A claim retried by the SDK
+// after a lost response finds its own lease token, which the condition
+// admits: the claim was in fact made. A second write retried so fails its
+// condition on the record it wrote, which carries its lease: made too.
+//
+// Every conditional write (the claim, its second PutItem, Complete,
+// Release, AppendStep, Suspend, and the operator's Delete) asks for the
+// stored item with a failed condition (ReturnValuesOnConditionCheckFailure=
+// ALL_OLD) and decides on it, at no extra call. Some DynamoDB-compatible
+// servers ignore that parameter: when a failure comes without the item, the
+// store reads it with one consistent GetItem and decides exactly as if it
+// had come with the failure. With DynamoDB itself this read happens only
+// when a fenced write finds the record gone, which the failure alone cannot
+// tell from such a server.
 //
 // # Item layout
 //
@@ -66,6 +81,10 @@
 //	steps                   L  finished steps while in progress, in order: maps
 //	                           {name: S, data: B} (data absent when empty);
 //	                           removed on completion, absent when there are none
+//	suspended               BOOL  true once the owner suspended the record after
+//	                           its work failed (Store.Suspend); removed by the
+//	                           next claim (a resume) and by completion, absent
+//	                           otherwise
 //
 // With Options.SortKeyAttr set (a table shared with other data, or a table
 // whose key schema is fixed), the partition key holds the constant
@@ -74,7 +93,11 @@
 // Records are read strictly: a missing attribute, a wrong type or an
 // unparsable number is reported as [idempotent.ErrCorruptRecord] naming the
 // attribute. An item without a version attribute decodes with Version 0,
-// which the wrapper refuses as foreign. Either way such an item is never
+// which the wrapper refuses as foreign, and a claim never takes it (or one of
+// another version) over: it is replaced only once it expires. An item
+// without a suspended attribute, such as every item written before it
+// existed, reads as not suspended; the record format version did not change
+// for it. Either way such an item is never
 // replayed; an item written by another tool (a Powertools record has no
 // lease) is reported as corrupt. Once expired, it is claimed over like any
 // other.
@@ -86,10 +109,9 @@
 // expired records; the claim condition checks expiration itself, because
 // TTL deletion can lag by days. On-demand capacity suits bursty Lambda traffic.
 //
-// The function's role needs dynamodb:UpdateItem (claim, complete, steps),
-// dynamodb:PutItem (the rare claim that replaces a record whose steps it may
-// not keep), dynamodb:DeleteItem (release) and dynamodb:GetItem (the
-// fallback read only) on the table.
+// The function's role needs dynamodb:PutItem (claim), dynamodb:UpdateItem
+// (complete, steps, suspend), dynamodb:DeleteItem (release) and
+// dynamodb:GetItem (the fallback read only) on the table.
 //
 // # Global tables
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -116,6 +117,8 @@ func show(v types.AttributeValue) string {
 		return "N(" + v.Value + ")"
 	case *types.AttributeValueMemberB:
 		return "B(" + string(v.Value) + ")"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL(" + strconv.FormatBool(v.Value) + ")"
 	default:
 		return "?"
 	}

@@ -393,7 +393,7 @@ func sameSteps(a, b []storage.Step) bool {
 
 // refusingClient is a Client that refuses every conditional write with item,
 // as DynamoDB does when a live record exists (and answers a read with it):
-// the claim's UpdateItem and the PutItem that replaces a record. Release
+// the claim's PutItem and the one that replaces a record. Release
 // succeeds; the fuzzed handler never runs, so nothing else is called.
 type refusingClient struct {
 	item map[string]types.AttributeValue

@@ -2,15 +2,18 @@ package dynamostore_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,22 +118,24 @@ func TestLocalItemLayout(t *testing.T) {
 			delete(item, "steps")
 			assert.Equal(t, want, showItem(item), "appending steps changes nothing else")
 
-			// Suspending sets the lease end alone.
+			// Suspending sets the lease end and marks the record suspended.
 			end := now.Add(-time.Millisecond)
 			require.NoError(t, store.Suspend(t.Context(), rec.ID, rec.Lease, end))
 			item = rawItem(t, client, table, dbKey)
 			assert.NotNil(t, item["steps"])
 			delete(item, "steps")
 			want["in_progress_expiration"] = "N(" + strconv.FormatInt(end.UnixMilli(), 10) + ")"
+			want["suspended"] = "BOOL(true)"
 			assert.Equal(t, want, showItem(item))
 
-			// A takeover for the same payload rewrites every attribute but
-			// the steps.
+			// A resume for the same payload rewrites every attribute but
+			// the steps, and removes the suspended mark.
 			b := rec
 			b.Lease, b.LeaseExpiresAt, b.ExpiresAt = randomID()[6:], now.Add(time.Minute), now.Add(90*time.Minute)
 			res, err = store.Claim(t.Context(), b, now)
 			require.NoError(t, err)
-			assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, res)
+			assert.Equal(t, storage.ClaimResult{Claimed: true, Resumed: true, Steps: steps}, res)
+			delete(want, "suspended")
 			want["lease"] = "S(" + b.Lease + ")"
 			want["in_progress_expiration"] = "N(" + strconv.FormatInt(b.LeaseExpiresAt.UnixMilli(), 10) + ")"
 			want["expiration"] = "N(" + strconv.FormatInt(b.ExpiresAt.Unix(), 10) + ")"
@@ -198,51 +203,246 @@ func rival(r storage.Record, now time.Time) storage.Record {
 	return r
 }
 
-// TestLocalReplacingSteps: a claim that may replace a record but not keep
-// its steps replaces it with a second write, the one case a claim costs two
-// calls; a takeover that keeps them costs one.
+// TestLocalReplacingSteps: the claim's PutItem refuses a lapsed record that
+// holds steps; a second, conditional PutItem then resumes it (keeping the
+// steps, for the same payload) or replaces it without them (another,
+// compatible payload). An expired record's steps die with it: the claim
+// alone replaces it. A record that changes between the refused claim and
+// the second write fails its condition, and the claim is decided again on
+// the record as it is then; a second write sent again by the SDK after its
+// response was lost finds its own record: claimed, with the steps. Each case
+// runs on both layouts, with the item returned with a failed condition and
+// without it (see dropConditionItem).
 func TestLocalReplacingSteps(t *testing.T) {
 	t.Parallel()
-	counter := &callCounter{}
-	client := localddbtest.Client(t, withMiddleware(counter.apiOption))
-	for _, l := range layouts {
-		t.Run(l.name, func(t *testing.T) {
-			// Not parallel: the layouts share the call counter.
-			store, _ := newLocalStore(t, client, l)
-			now := time.Now()
-			step := storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}
-			for _, tt := range []struct {
-				name      string
-				at        time.Time
-				change    func(*storage.Record)
-				wantSteps []storage.Step
-				wantCalls []string
-			}{
-				{"resumed", now.Add(2 * time.Minute), nil, []storage.Step{step}, []string{"UpdateItem"}},
-				{"expired", now.Add(2 * time.Hour), nil, nil, []string{"UpdateItem", "PutItem"}},
-				{"another payload", now.Add(2 * time.Minute), func(r *storage.Record) { r.Fingerprint = "" }, nil, []string{"UpdateItem", "PutItem"}},
-			} {
-				rec := liveRecord(now)
-				_, err := store.Claim(t.Context(), rec, now)
-				require.NoError(t, err)
-				require.NoError(t, store.AppendStep(t.Context(), rec.ID, rec.Lease, step))
-				b := rival(rec, tt.at)
-				b.ExpiresAt = tt.at.Add(time.Hour)
-				if tt.change != nil {
-					tt.change(&b)
-				}
-				counter.take()
-				res, err := store.Claim(t.Context(), b, tt.at)
-				require.NoError(t, err, tt.name)
-				assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: tt.wantSteps}, res, tt.name)
-				assert.Equal(t, tt.wantCalls, counter.take(), tt.name)
-				got, err := store.Get(t.Context(), rec.ID)
-				require.NoError(t, err)
-				assert.Equal(t, b.Lease, got.Lease, tt.name)
-				assert.Equal(t, tt.wantSteps, got.Steps, tt.name)
+	step := storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}
+	step2 := storage.Step{Name: "ledger", Data: []byte("2")}
+	for _, stripped := range []bool{false, true} {
+		variant := "item returned"
+		if stripped {
+			variant = "no item returned"
+		}
+		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
+			counter, interpose, loser := &callCounter{}, &interposer{}, &responseLoser{}
+			mws := []func(*middleware.Stack) error{interpose.apiOption, counter.apiOption, loser.apiOption}
+			if stripped {
+				mws = append(mws, dropConditionItem)
+			}
+			client := localddbtest.Client(t, withMiddleware(mws...), quickRetries)
+			plain := localddbtest.Client(t)
+			for _, l := range layouts {
+				t.Run(l.name, func(t *testing.T) {
+					// Not parallel: the cases share the call counter.
+					store, table := newLocalStore(t, client, l)
+					var opts []func(*dynamostore.Options)
+					if l.composite {
+						opts = append(opts, compositeOptions)
+					}
+					setup := dynamostore.New(plain, table, opts...) // the other invocations, uncounted
+					now := time.Now()
+					later := now.Add(2 * time.Minute) // past liveRecord's lease, long before its expiry
+					for _, tt := range []struct {
+						name string
+						at   time.Time
+						// before prepares the record (rec holds step); change,
+						// if set, changes it right before the second write.
+						before, change func(t *testing.T, rec storage.Record)
+						claim          func(*storage.Record)
+						loseResponse   bool
+						// want is the result (Existing: the stored record's
+						// lease and steps are checked instead).
+						want        storage.ClaimResult
+						wantRefused bool
+						wantLease   string // "": the claim's; "old": the first owner's; else the rival's
+						wantSteps   []storage.Step
+						// wantCalls are the calls with the item returned; a
+						// "PutItem!" is refused, and a GetItem follows it
+						// without the item.
+						wantCalls []string
+					}{
+						{
+							name:      "resumed",
+							at:        later,
+							want:      storage.ClaimResult{Claimed: true, TookOver: true, Steps: []storage.Step{step}},
+							wantSteps: []storage.Step{step},
+							wantCalls: []string{"PutItem!", "PutItem"},
+						},
+						{
+							name: "suspended, resumed",
+							at:   later,
+							before: func(t *testing.T, rec storage.Record) {
+								require.NoError(t, setup.Suspend(t.Context(), rec.ID, rec.Lease, now))
+							},
+							want:      storage.ClaimResult{Claimed: true, Resumed: true, Steps: []storage.Step{step}},
+							wantSteps: []storage.Step{step},
+							wantCalls: []string{"PutItem!", "PutItem"},
+						},
+						{
+							name:      "another payload: replaced without the steps",
+							at:        later,
+							claim:     func(r *storage.Record) { r.Fingerprint = "" },
+							want:      storage.ClaimResult{Claimed: true, TookOver: true},
+							wantCalls: []string{"PutItem!", "PutItem"},
+						},
+						{
+							name:      "expired: the claim alone replaces it",
+							at:        now.Add(2 * time.Hour),
+							want:      storage.ClaimResult{Claimed: true, TookOver: true},
+							wantCalls: []string{"PutItem"},
+						},
+						{
+							name: "a step appended meanwhile: decided again, resumed with it",
+							at:   later,
+							change: func(t *testing.T, rec storage.Record) {
+								require.NoError(t, setup.AppendStep(t.Context(), rec.ID, rec.Lease, step2))
+							},
+							want:      storage.ClaimResult{Claimed: true, TookOver: true, Steps: []storage.Step{step, step2}},
+							wantSteps: []storage.Step{step, step2},
+							wantCalls: []string{"PutItem!", "PutItem!", "PutItem!", "PutItem"},
+						},
+						{
+							name: "suspended meanwhile: decided again, resumed",
+							at:   later,
+							change: func(t *testing.T, rec storage.Record) {
+								require.NoError(t, setup.Suspend(t.Context(), rec.ID, rec.Lease, now))
+							},
+							want:      storage.ClaimResult{Claimed: true, Resumed: true, Steps: []storage.Step{step}},
+							wantSteps: []storage.Step{step},
+							wantCalls: []string{"PutItem!", "PutItem!", "PutItem!", "PutItem"},
+						},
+						{
+							name: "another claim resumed it meanwhile: refused by it",
+							at:   later,
+							change: func(t *testing.T, rec storage.Record) {
+								res, err := setup.Claim(t.Context(), rival(rec, later), later)
+								require.NoError(t, err)
+								require.Equal(t, []storage.Step{step}, res.Steps)
+							},
+							wantRefused: true,
+							wantLease:   "rival",
+							wantSteps:   []storage.Step{step},
+							wantCalls:   []string{"PutItem!", "PutItem!", "PutItem!"},
+						},
+						{
+							name: "completed meanwhile: refused by the completed record",
+							at:   later,
+							change: func(t *testing.T, rec storage.Record) {
+								done := rec
+								done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("p{}")
+								require.NoError(t, setup.Complete(t.Context(), done))
+							},
+							wantRefused: true,
+							wantLease:   "old",
+							wantCalls:   []string{"PutItem!", "PutItem!", "PutItem!"},
+						},
+						{
+							// The SDK sends the second write again: its
+							// condition fails on the record it wrote.
+							name:         "lost response of the second write",
+							at:           later,
+							loseResponse: true,
+							want:         storage.ClaimResult{Claimed: true, Steps: []storage.Step{step}},
+							wantSteps:    []storage.Step{step},
+							wantCalls:    []string{"PutItem!", "PutItem", "PutItem!"},
+						},
+					} {
+						rec := liveRecord(now)
+						_, err := setup.Claim(t.Context(), rec, now)
+						require.NoError(t, err)
+						require.NoError(t, setup.AppendStep(t.Context(), rec.ID, rec.Lease, step))
+						if tt.before != nil {
+							tt.before(t, rec)
+						}
+						b := rival(rec, tt.at)
+						b.ExpiresAt = tt.at.Add(time.Hour)
+						if tt.claim != nil {
+							tt.claim(&b)
+						}
+						if tt.change != nil {
+							interpose.arm(2, func(context.Context) { tt.change(t, rec) })
+						}
+						if tt.loseResponse {
+							loser.arm("PutItem")
+						}
+						counter.take()
+						res, err := store.Claim(t.Context(), b, tt.at)
+						interpose.disarm()
+						require.NoError(t, err, tt.name)
+						got, err := setup.Get(t.Context(), rec.ID)
+						require.NoError(t, err, tt.name)
+						if tt.wantRefused {
+							require.NotNil(t, res.Existing, tt.name)
+							assert.False(t, res.Claimed, tt.name)
+							assert.Equal(t, got, *res.Existing, tt.name)
+						} else {
+							assert.Equal(t, tt.want, res, tt.name)
+						}
+						switch tt.wantLease {
+						case "":
+							assert.Equal(t, b.Lease, got.Lease, tt.name)
+							assert.False(t, got.Suspended, tt.name)
+						case "old":
+							assert.Equal(t, rec.Lease, got.Lease, tt.name)
+						default:
+							assert.NotEqual(t, rec.Lease, got.Lease, tt.name)
+							assert.NotEqual(t, b.Lease, got.Lease, tt.name)
+						}
+						assert.Equal(t, tt.wantSteps, got.Steps, tt.name)
+						var wantCalls []string
+						for _, c := range tt.wantCalls {
+							if c == "PutItem!" {
+								wantCalls = append(wantCalls, "PutItem")
+								if stripped {
+									wantCalls = append(wantCalls, "GetItem")
+								}
+								continue
+							}
+							wantCalls = append(wantCalls, c)
+						}
+						assert.Equal(t, wantCalls, counter.take(), tt.name)
+					}
+				})
 			}
 		})
 	}
+}
+
+// interposer is an SDK middleware that runs a function before the nth
+// PutItem call after arm (in the Initialize step: once per call, before the
+// SDK's retries), as another invocation's write landing at that moment.
+type interposer struct {
+	mu sync.Mutex
+	n  int
+	fn func(context.Context)
+}
+
+func (ip *interposer) arm(n int, fn func(context.Context)) {
+	ip.mu.Lock()
+	defer ip.mu.Unlock()
+	ip.n, ip.fn = n, fn
+}
+
+func (ip *interposer) disarm() { ip.arm(0, nil) }
+
+func (ip *interposer) apiOption(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("idemkitInterposer",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			var run func(context.Context)
+			if _, isPut := in.Parameters.(*dynamodb.PutItemInput); isPut {
+				ip.mu.Lock()
+				if ip.fn != nil {
+					if ip.n--; ip.n == 0 {
+						run, ip.fn = ip.fn, nil
+					}
+				}
+				ip.mu.Unlock()
+			}
+			if run != nil {
+				run(ctx)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
 }
 
 func TestLocalLostResponses(t *testing.T) {
@@ -257,11 +457,11 @@ func TestLocalLostResponses(t *testing.T) {
 
 	// The claim is written, its response lost, the SDK retries, the retry
 	// finds our own lease, which the condition admits: the claim is ours.
-	loser.arm("UpdateItem")
+	loser.arm("PutItem")
 	res, err := store.Claim(t.Context(), rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
-	assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take())
+	assert.Equal(t, []string{"PutItem", "PutItem"}, counter.take())
 
 	// A retried completion succeeds again (it is fenced by the lease alone).
 	done := rec
@@ -282,8 +482,9 @@ func TestLocalLostResponses(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Claimed)
 
-	// A takeover that keeps steps, its response lost: the retry gets the
-	// kept steps back from its own record.
+	// A takeover that keeps steps, the response of its second write lost:
+	// the retry of that write fails its condition on its own record, and
+	// gets the kept steps back.
 	rec3 := liveRecord(now)
 	_, err = store.Claim(t.Context(), rec3, now)
 	require.NoError(t, err)
@@ -294,12 +495,12 @@ func TestLocalLostResponses(t *testing.T) {
 	b := rec3
 	b.Lease, b.LeaseExpiresAt = randomID()[6:], later.Add(time.Minute)
 	counter.take()
-	loser.arm("UpdateItem")
+	loser.arm("PutItem") // the claim is refused: the second write's response is lost
 	res, err = store.Claim(t.Context(), b, later)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true, Steps: []storage.Step{step}}, res,
 		"the step, written twice by the SDK's retry, reads once and is kept")
-	assert.Equal(t, []string{"UpdateItem", "UpdateItem"}, counter.take())
+	assert.Equal(t, []string{"PutItem", "PutItem", "PutItem"}, counter.take())
 }
 
 // TestLocalItemSizeLimit checks the size estimate against DynamoDB's own

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -17,6 +16,10 @@ import (
 // strict about each attribute's type.
 
 func attrS(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+// suspendedValue is the value of Options.SuspendedAttr in a suspended
+// record, shared by all calls (the SDK only reads its inputs).
+var suspendedValue = &types.AttributeValueMemberBOOL{Value: true}
 
 func attrN(n int64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
@@ -101,7 +104,7 @@ func numberSize(v int64) int {
 
 // decode reads a stored item into a Record. It is strict: a missing required
 // attribute, a wrong type or an unparsable number yields an error wrapping
-// idempotent.ErrCorruptRecord that names the attribute. The status is not
+// storage.ErrCorruptRecord that names the attribute. The status is not
 // checked (the wrapper refuses unknown ones), and an item without a version
 // decodes with Version 0 (the wrapper refuses it as foreign).
 func (s *Store) decode(item map[string]types.AttributeValue) (storage.Record, error) {
@@ -158,6 +161,9 @@ func (s *Store) readHead(d *decoder) storage.Record {
 	if v, ok := d.num(o.VersionAttr, false, strconv.IntSize); ok {
 		rec.Version = int(v)
 	}
+	// Absent (every record but a suspended one, and every record written
+	// before the attribute existed) reads as false.
+	rec.Suspended = d.boolean(o.SuspendedAttr)
 	return rec
 }
 
@@ -217,7 +223,7 @@ type decoder struct {
 
 func (d *decoder) fail(attr, format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: attribute %q %s", idempotent.ErrCorruptRecord, attr, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: attribute %q %s", storage.ErrCorruptRecord, attr, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -327,6 +333,20 @@ func kindOrMissing(m map[string]types.AttributeValue, key string) string {
 	return kind(av)
 }
 
+// boolean reads an optional BOOL attribute; absent is false.
+func (d *decoder) boolean(attr string) bool {
+	av, ok := d.get(attr, false)
+	if !ok {
+		return false
+	}
+	v, isBool := av.(*types.AttributeValueMemberBOOL)
+	if !isBool || v == nil {
+		d.fail(attr, "is %s, want BOOL", kind(av))
+		return false
+	}
+	return v.Value
+}
+
 func (d *decoder) bin(attr string) []byte {
 	av, ok := d.get(attr, false)
 	if !ok {
@@ -361,6 +381,9 @@ func kind(av types.AttributeValue) string {
 		}
 		return "B"
 	case *types.AttributeValueMemberBOOL:
+		if v == nil {
+			return "a nil BOOL"
+		}
 		return "BOOL"
 	case *types.AttributeValueMemberNULL:
 		return "NULL"

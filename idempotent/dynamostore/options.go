@@ -55,9 +55,20 @@ type Options struct {
 
 	// StepsAttr holds the steps an in-progress record's owners finished, in
 	// order: a list (L) of maps {name: S, data: B} (data absent when a step's
-	// result is empty). Claims leave it as it is when they resume the record,
-	// and completion removes it. Default "steps".
+	// result is empty). A claim that resumes the record writes it back as it
+	// was (see Store.Claim), and completion removes it. Default "steps".
 	StepsAttr string
+
+	// SuspendedAttr marks an in-progress record whose owner gave it up
+	// after its work failed (Store.Suspend), keeping its steps for the next
+	// claim of the same payload: a BOOL, true when present. Suspend sets it;
+	// a claim and Complete remove it, so it is absent from every other
+	// record. A claim that replaces a suspended record reports a resume
+	// (storage.ClaimResult.Resumed), not a takeover. Records written before
+	// this attribute existed lack it and read as not suspended, which they
+	// are not known to be: no format version change is needed. Default
+	// "suspended".
+	SuspendedAttr string
 
 	// MaxItemBytes is the largest item Complete writes, measured with
 	// DynamoDB's item size rules (attribute names plus values); a larger one
@@ -89,6 +100,7 @@ func defaultOptions() Options {
 		DataAttr:                 "data",
 		VersionAttr:              "version",
 		StepsAttr:                "steps",
+		SuspendedAttr:            "suspended",
 		MaxItemBytes:             storage.DefaultMaxItemBytes,
 	}
 }
@@ -118,6 +130,7 @@ func (o *Options) normalize() {
 		{&o.DataAttr, d.DataAttr},
 		{&o.VersionAttr, d.VersionAttr},
 		{&o.StepsAttr, d.StepsAttr},
+		{&o.SuspendedAttr, d.SuspendedAttr},
 	} {
 		if *f.v == "" {
 			*f.v = f.def
@@ -131,7 +144,7 @@ func (o *Options) normalize() {
 // attrNames lists the attribute names in use, for the duplicate check.
 func (o *Options) attrNames() []string {
 	names := []string{o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr,
-		o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr}
+		o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr, o.SuspendedAttr}
 	if o.SortKeyAttr != "" {
 		names = append(names, o.SortKeyAttr)
 	}

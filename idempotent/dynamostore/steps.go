@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,9 +17,12 @@ import (
 // reads its inputs). It is a non-nil empty slice so that it is sent as [].
 var emptyList = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 
-// AppendStep implements storage.Store with one UpdateItem that appends step
+// AppendStep implements storage.StepStore with one UpdateItem that appends step
 // to the steps list (creating it with the first step), conditioned on
-// #lease = :lease AND #status = :inprogress. A step that cannot fit in an
+// #lease = :lease AND #status = :inprogress. A failed condition is reported
+// as storage.ErrLeaseLost, saying whether the record is gone, held by
+// another lease or completed: the item comes with the failure, or is read
+// once (see refusingItem). A step that cannot fit in an
 // item of Options.MaxItemBytes even alone is refused before any call; one
 // that would push the item past DynamoDB's limit is refused by DynamoDB
 // (ValidationException), which writes nothing. Both are reported as
@@ -33,26 +37,26 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 		return fmt.Errorf("dynamostore: append step %q: %w: the item would be at least %d bytes (limit %d)",
 			step.Name, storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
-	e := &s.appendStep
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      s.key(id),
-		UpdateExpression:         e.update,
-		ConditionExpression:      e.condition,
-		ExpressionAttributeNames: e.names,
+		UpdateExpression:         aws.String(appendStepUpdate),
+		ConditionExpression:      aws.String(ownerCondition),
+		ExpressionAttributeNames: s.names.appendStep,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			e.empty:      emptyList,
-			e.step:       &types.AttributeValueMemberL{Value: []types.AttributeValue{stepValue(&step)}},
-			e.lease:      attrS(lease),
-			e.inProgress: inProgressAttrValue,
+			":empty":      emptyList,
+			":step":       &types.AttributeValueMemberL{Value: []types.AttributeValue{stepValue(&step)}},
+			":lease":      attrS(lease),
+			":inprogress": inProgressAttrValue,
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ccf):
-		return fmt.Errorf("dynamostore: append step %q: %w (the record is gone, completed or has another lease)", step.Name, storage.ErrLeaseLost)
+		return s.leaseLost(ctx, fmt.Sprintf("append step %q", step.Name), id, lease, ccf)
 	case itemTooLarge(err):
 		return fmt.Errorf("dynamostore: append step %q: %w: %w", step.Name, storage.ErrTooLarge, err)
 	default:
@@ -60,25 +64,27 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 	}
 }
 
-// Suspend implements storage.Store with one UpdateItem that sets the lease
-// end, conditioned on #lease = :lease AND #status = :inprogress. With
-// ReturnValuesOnConditionCheckFailure=ALL_OLD a failed condition tells a
-// record that is gone (no item comes back: nothing to suspend, not an
-// error) from one that another lease holds or that is completed. A
-// DynamoDB-compatible server that returns no item with the failure makes
-// every failure look like the first.
+// Suspend implements storage.StepStore with one UpdateItem that sets the lease
+// end and Options.SuspendedAttr, conditioned on #lease = :lease AND
+// #status = :inprogress. With ReturnValuesOnConditionCheckFailure=ALL_OLD a
+// failed condition tells a record that is gone (no item: nothing to
+// suspend, not an error) from one that another lease holds or that is
+// completed (storage.ErrLeaseLost). A failure without the item, from a
+// DynamoDB-compatible server that does not return it (or from DynamoDB when
+// the record is gone), is decided on the item read with one consistent
+// GetItem (see refusingItem).
 func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
-	e := &s.suspend
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      s.key(id),
-		UpdateExpression:         e.update,
-		ConditionExpression:      e.condition,
-		ExpressionAttributeNames: e.names,
+		UpdateExpression:         aws.String(suspendUpdate),
+		ConditionExpression:      aws.String(ownerCondition),
+		ExpressionAttributeNames: s.names.suspend,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			e.leaseEnd:   attrN(leaseEnd.UnixMilli()),
-			e.lease:      attrS(lease),
-			e.inProgress: inProgressAttrValue,
+			":lease_end":  attrN(leaseEnd.UnixMilli()),
+			":suspended":  suspendedValue,
+			":lease":      attrS(lease),
+			":inprogress": inProgressAttrValue,
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -89,11 +95,12 @@ func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Tim
 	if !errors.As(err, &ccf) {
 		return fmt.Errorf("dynamostore: suspend: %w", err)
 	}
-	if len(ccf.Item) == 0 {
+	item, err := s.refusingItem(ctx, "suspend", id, ccf)
+	if err != nil {
+		return err
+	}
+	if len(item) == 0 {
 		return nil
 	}
-	if st, ok := ccf.Item[s.opts.StatusAttr].(*types.AttributeValueMemberS); ok && st != nil && s.hasLease(ccf.Item, lease) {
-		return fmt.Errorf("dynamostore: suspend: %w (the record is %s)", storage.ErrLeaseLost, st.Value)
-	}
-	return fmt.Errorf("dynamostore: suspend: %w (the record has another lease)", storage.ErrLeaseLost)
+	return fmt.Errorf("dynamostore: suspend: %w (%s)", storage.ErrLeaseLost, s.fenced(item, lease))
 }

@@ -104,6 +104,7 @@ func TestNewDefaults(t *testing.T) {
 		DataAttr:                 "data",
 		VersionAttr:              "version",
 		StepsAttr:                "steps",
+		SuspendedAttr:            "suspended",
 		MaxItemBytes:             409600,
 	}, got)
 
@@ -140,6 +141,8 @@ func TestNewPanics(t *testing.T) {
 		{"empty table", &fakeClient{t: t}, "", nil, "dynamostore: New: empty table name"},
 		{"duplicate attribute", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.LeaseAttr = "status" },
 			`dynamostore: New: attribute name "status" is used twice`},
+		{"suspended named as the steps", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.SuspendedAttr = "steps" },
+			`dynamostore: New: attribute name "steps" is used twice`},
 		{"sort key named as the partition key", &fakeClient{t: t}, testTable, func(o *dynamostore.Options) { o.SortKeyAttr = "id" },
 			`dynamostore: New: attribute name "id" is used twice`},
 	}
@@ -157,81 +160,87 @@ func TestNewPanics(t *testing.T) {
 
 func TestClaimRequest(t *testing.T) {
 	t.Parallel()
-	// The claim condition: no item, our own lease, a replaceable record
-	// without steps, or a lapsed one whose steps this claim may keep (the
-	// same payload, not expired).
+	// The claim condition: no item, our own lease, an expired record, or a
+	// lapsed one of this format that holds no steps and whose fingerprint
+	// this claim may take over.
 	const (
-		boundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
-			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
-			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
-			"(((attribute_not_exists (steps)) AND ((attribute_not_exists (validation)) OR (validation = S(fp)))) OR " +
-			"((expiration >= N(1700000000)) AND (validation = S(fp)))))"
-		unboundCond = "(attribute_not_exists (id)) OR (lease = S(" + ourLease + ")) OR " +
-			"((attribute_not_exists (steps)) AND (expiration < N(1700000000))) OR " +
-			"(((status = S(INPROGRESS)) AND (in_progress_expiration < N(1700000000000))) AND " +
-			"((attribute_not_exists (steps)) OR ((expiration >= N(1700000000)) AND (attribute_not_exists (validation)))))"
+		unboundCond = "attribute_not_exists(id) OR lease = S(" + ourLease + ") OR expiration < N(1700000000) OR " +
+			"(status = S(INPROGRESS) AND in_progress_expiration < N(1700000000000) AND version = N(1) AND " +
+			"attribute_exists(lease) AND attribute_not_exists(steps))"
+		boundCond = "attribute_not_exists(id) OR lease = S(" + ourLease + ") OR expiration < N(1700000000) OR " +
+			"(status = S(INPROGRESS) AND in_progress_expiration < N(1700000000000) AND version = N(1) AND " +
+			"attribute_exists(lease) AND attribute_not_exists(steps) AND (attribute_not_exists(validation) OR validation = S(fp)))"
 	)
 	tests := []struct {
-		name       string
-		opts       []func(*dynamostore.Options)
-		rec        func(*storage.Record)
-		wantKey    map[string]string
-		wantUpdate string
-		wantCond   string
+		name     string
+		opts     []func(*dynamostore.Options)
+		rec      func(*storage.Record)
+		wantItem map[string]string
+		wantCond string
 	}{
 		{
-			name:    "default layout",
-			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
-				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
+			name: "default layout",
+			wantItem: map[string]string{
+				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
+				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
+				"validation": "S(fp)", "version": "N(1)",
+			},
 			wantCond: boundCond,
 		},
 		{
-			name:    "no fingerprint, with data",
-			rec:     func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
-			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE validation SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
-				"version = N(1), in_progress_expiration = N(1700000001500), data = B(x)",
+			name: "no fingerprint, with data",
+			rec:  func(r *storage.Record) { r.Fingerprint = ""; r.Data = []byte("x") },
+			wantItem: map[string]string{
+				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
+				"in_progress_expiration": "N(1700000001500)", "lease": "S(" + ourLease + ")",
+				"data": "B(x)", "version": "N(1)",
+			},
 			wantCond: unboundCond,
 		},
 		{
-			name:    "no lease end",
-			rec:     func(r *storage.Record) { r.LeaseExpiresAt = time.Time{} },
-			wantKey: map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, data SET status = S(INPROGRESS), expiration = N(1700003600), " +
-				"lease = S(" + ourLease + "), version = N(1), validation = S(fp)",
+			name: "no lease end",
+			rec:  func(r *storage.Record) { r.LeaseExpiresAt = time.Time{} },
+			wantItem: map[string]string{
+				"id": "S(" + testID + ")", "status": "S(INPROGRESS)", "expiration": "N(1700003600)",
+				"lease": "S(" + ourLease + ")", "validation": "S(fp)", "version": "N(1)",
+			},
 			wantCond: boundCond,
 		},
 		{
-			name:    "composite key",
-			opts:    []func(*dynamostore.Options){composed},
-			wantKey: map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "REMOVE data SET status = S(INPROGRESS), expiration = N(1700003600), lease = S(" + ourLease + "), " +
-				"version = N(1), in_progress_expiration = N(1700000001500), validation = S(fp)",
-			wantCond: strings.Replace(boundCond, "attribute_not_exists (id)", "attribute_not_exists (pk)", 1),
+			name: "composite key",
+			opts: []func(*dynamostore.Options){composed},
+			wantItem: map[string]string{
+				"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")", "status": "S(INPROGRESS)",
+				"expiration": "N(1700003600)", "in_progress_expiration": "N(1700000001500)",
+				"lease": "S(" + ourLease + ")", "validation": "S(fp)", "version": "N(1)",
+			},
+			// attribute_not_exists of the partition key: the item with the
+			// whole key (pk, sk) does not exist.
+			wantCond: strings.Replace(boundCond, "attribute_not_exists(id)", "attribute_not_exists(pk)", 1),
 		},
 		{
 			name: "custom names, dots are not paths",
 			opts: []func(*dynamostore.Options){func(o *dynamostore.Options) {
 				o.KeyAttr, o.StatusAttr, o.ExpirationAttr, o.InProgressExpirationAttr = "k.ey", "s", "ttl", "lease.end"
 				o.LeaseAttr, o.ValidationAttr, o.DataAttr, o.VersionAttr, o.StepsAttr = "l", "v", "d", "fmt", "st.eps"
+				o.SuspendedAttr = "paused.at"
 			}},
-			wantKey:    map[string]string{"k.ey": "S(" + testID + ")"},
-			wantUpdate: "REMOVE d SET s = S(INPROGRESS), ttl = N(1700003600), l = S(" + ourLease + "), fmt = N(1), lease.end = N(1700000001500), v = S(fp)",
-			wantCond: "(attribute_not_exists (k.ey)) OR (l = S(" + ourLease + ")) OR " +
-				"((attribute_not_exists (st.eps)) AND (ttl < N(1700000000))) OR " +
-				"(((s = S(INPROGRESS)) AND (lease.end < N(1700000000000))) AND " +
-				"(((attribute_not_exists (st.eps)) AND ((attribute_not_exists (v)) OR (v = S(fp)))) OR " +
-				"((ttl >= N(1700000000)) AND (v = S(fp)))))",
+			wantItem: map[string]string{
+				"k.ey": "S(" + testID + ")", "s": "S(INPROGRESS)", "ttl": "N(1700003600)",
+				"lease.end": "N(1700000001500)", "l": "S(" + ourLease + ")", "v": "S(fp)", "fmt": "N(1)",
+			},
+			wantCond: "attribute_not_exists(k.ey) OR l = S(" + ourLease + ") OR ttl < N(1700000000) OR " +
+				"(s = S(INPROGRESS) AND lease.end < N(1700000000000) AND fmt = N(1) AND " +
+				"attribute_exists(l) AND attribute_not_exists(st.eps) AND (attribute_not_exists(v) OR v = S(fp)))",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var got *dynamodb.UpdateItemInput
-			fc := &fakeClient{t: t, updateItem: func(in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+			var got *dynamodb.PutItemInput
+			fc := &fakeClient{t: t, putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 				got = in
-				return &dynamodb.UpdateItemOutput{}, nil
+				return &dynamodb.PutItemOutput{}, nil
 			}}
 			rec := newRecord()
 			if tt.rec != nil {
@@ -244,18 +253,27 @@ func TestClaimRequest(t *testing.T) {
 			assert.Equal(t, testTable, *got.TableName)
 			assert.Equal(t, types.ReturnValueAllOld, got.ReturnValues)
 			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
-			assert.Equal(t, tt.wantKey, showItem(got.Key))
-			assert.Equal(t, tt.wantUpdate, oneLine(resolve(t, got.UpdateExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)))
+			assert.Equal(t, tt.wantItem, showItem(got.Item), "the whole new record: no steps, not suspended")
 			assert.Equal(t, tt.wantCond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
-			assert.NotContains(t, *got.UpdateExpression, "steps", "the claim leaves the steps alone")
-			for p := range got.ExpressionAttributeValues {
-				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused value")
-			}
-			for p := range got.ExpressionAttributeNames {
-				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused name")
-			}
-			assert.Equal(t, []string{"UpdateItem"}, fc.Calls())
+			assertAllUsed(t, *got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)
+			assert.Equal(t, []string{"PutItem"}, fc.Calls())
 		})
+	}
+}
+
+// assertAllUsed checks that every name and value placeholder given is used
+// in the expressions (DynamoDB refuses an unused one).
+func assertAllUsed(t *testing.T, exprs string, names map[string]string, values map[string]types.AttributeValue) {
+	t.Helper()
+	used := make(map[string]bool)
+	for _, p := range placeholder.FindAllString(exprs, -1) {
+		used[p] = true
+	}
+	for p := range values {
+		assert.True(t, used[p], "unused value %s", p)
+	}
+	for p := range names {
+		assert.True(t, used[p], "unused name %s", p)
 	}
 }
 
@@ -269,16 +287,16 @@ func showItem(item map[string]types.AttributeValue) map[string]string {
 
 func TestClaimOutcomes(t *testing.T) {
 	t.Parallel()
-	put := func(out *dynamodb.UpdateItemOutput, err error) func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-		return func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return out, err }
+	put := func(out *dynamodb.PutItemOutput, err error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return out, err }
 	}
-	// puts answers successive claims (UpdateItem calls) in turn.
-	puts := func(answers ...error) func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	// puts answers successive claims (PutItem calls) in turn.
+	puts := func(answers ...error) func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 		i := 0
-		return func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 			err := answers[i]
 			i++
-			return &dynamodb.UpdateItemOutput{}, err
+			return &dynamodb.PutItemOutput{}, err
 		}
 	}
 	get := func(item map[string]types.AttributeValue, err error) func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
@@ -300,7 +318,7 @@ func TestClaimOutcomes(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		put       func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
+		put       func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
 		get       func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
 		want      storage.ClaimResult
 		wantErr   []error // errors.Is targets
@@ -308,35 +326,67 @@ func TestClaimOutcomes(t *testing.T) {
 		wantCalls []string
 	}{
 		{
-			name: "new key", put: put(&dynamodb.UpdateItemOutput{}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
+			name: "new key", put: put(&dynamodb.PutItemOutput{}, nil),
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "takeover of a lapsed lease",
-			put:  put(&dynamodb.UpdateItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
-			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"UpdateItem"},
+			put:  put(&dynamodb.PutItemOutput{Attributes: inProgressItem("lease-other", 1)}, nil),
+			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "resume of a suspended record",
+			put: put(&dynamodb.PutItemOutput{Attributes: func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", 1)
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: true}
+				return item
+			}()}, nil),
+			want: storage.ClaimResult{Claimed: true, Resumed: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "a stored false is not suspended: a takeover",
+			put: put(&dynamodb.PutItemOutput{Attributes: func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", 1)
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: false}
+				return item
+			}()}, nil),
+			want: storage.ClaimResult{Claimed: true, TookOver: true}, wantCalls: []string{"PutItem"},
+		},
+		{
+			name: "refused by a suspended record (another payload)",
+			put: put(nil, ccf(func() map[string]types.AttributeValue {
+				item := inProgressItem("lease-other", t0.UnixMilli()-1)
+				item["validation"] = &types.AttributeValueMemberS{Value: "fp-other"}
+				item["suspended"] = &types.AttributeValueMemberBOOL{Value: true}
+				return item
+			}())),
+			want: storage.ClaimResult{Existing: &storage.Record{
+				ID: testID, Status: storage.StatusInProgress, ExpiresAt: time.Unix(1_700_003_600, 0),
+				LeaseExpiresAt: time.UnixMilli(t0.UnixMilli() - 1), Lease: "lease-other", Fingerprint: "fp-other",
+				Version: 1, Suspended: true,
+			}}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "expired completed record is not a takeover",
-			put:  put(&dynamodb.UpdateItemOutput{Attributes: storedItem()}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
+			put:  put(&dynamodb.PutItemOutput{Attributes: storedItem()}, nil),
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "replaced corrupt record is not an error",
-			put: put(&dynamodb.UpdateItemOutput{Attributes: map[string]types.AttributeValue{
+			put: put(&dynamodb.PutItemOutput{Attributes: map[string]types.AttributeValue{
 				"id": &types.AttributeValueMemberS{Value: testID}, "status": &types.AttributeValueMemberN{Value: "1"},
 			}}, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "duplicate of a completed record",
 			put:  put(nil, ccf(storedItem())),
-			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"UpdateItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "lost response: the refusing item carries our lease",
 			put:  put(nil, ccf(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()))),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "unknown status passes through",
@@ -345,7 +395,7 @@ func TestClaimOutcomes(t *testing.T) {
 				item["status"] = &types.AttributeValueMemberS{Value: "PENDING"}
 				return item
 			}())),
-			want: storage.ClaimResult{Existing: &unknown}, wantCalls: []string{"UpdateItem"},
+			want: storage.ClaimResult{Existing: &unknown}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "no version decodes as version 0",
@@ -354,44 +404,44 @@ func TestClaimOutcomes(t *testing.T) {
 				delete(item, "version")
 				return item
 			}())),
-			want: storage.ClaimResult{Existing: &noVersion}, wantCalls: []string{"UpdateItem"},
+			want: storage.ClaimResult{Existing: &noVersion}, wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "no item returned: one consistent read",
 			put:  put(nil, ccf(nil)), get: get(storedItem(), nil),
-			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"UpdateItem", "GetItem"},
+			want: storage.ClaimResult{Existing: &stored}, wantCalls: []string{"PutItem", "GetItem"},
 		},
 		{
 			name: "no item returned, the read finds our lease",
 			put:  put(nil, ccf(nil)), get: get(inProgressItem(ourLease, t0.Add(time.Minute).UnixMilli()), nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem"},
 		},
 		{
 			name: "no item returned, deleted before the read: claim again",
 			put:  puts(ccf(nil), nil), get: get(nil, nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
 		},
 		{
 			name: "no item returned, the read finds a claimable record: claim again",
 			put:  puts(ccf(nil), nil), get: get(inProgressItem("lease-other", t0.UnixMilli()-1), nil),
-			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem"},
+			want: storage.ClaimResult{Claimed: true}, wantCalls: []string{"PutItem", "GetItem", "PutItem"},
 		},
 		{
 			name: "refused twice without a record",
 			put:  puts(ccf(nil), ccf(nil)), get: get(nil, nil),
 			wantMsg:   "dynamostore: claim: refused twice, but no live record was found",
-			wantCalls: []string{"UpdateItem", "GetItem", "UpdateItem", "GetItem"},
+			wantCalls: []string{"PutItem", "GetItem", "PutItem", "GetItem"},
 		},
 		{
 			name: "fallback read fails",
 			put:  put(nil, ccf(nil)), get: get(nil, errBoom),
 			wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: read the refusing record: boom",
-			wantCalls: []string{"UpdateItem", "GetItem"},
+			wantCalls: []string{"PutItem", "GetItem"},
 		},
 		{
 			name: "store error",
 			put:  put(nil, errBoom), wantErr: []error{errBoom}, wantMsg: "dynamostore: claim: boom",
-			wantCalls: []string{"UpdateItem"},
+			wantCalls: []string{"PutItem"},
 		},
 		{
 			name: "corrupt refusing record",
@@ -402,13 +452,13 @@ func TestClaimOutcomes(t *testing.T) {
 			}())),
 			wantErr:   []error{idempotent.ErrCorruptRecord},
 			wantMsg:   `dynamostore: claim: idempotent: corrupt or foreign record: attribute "status" is N, want S`,
-			wantCalls: []string{"UpdateItem"},
+			wantCalls: []string{"PutItem"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fc := &fakeClient{t: t, updateItem: tt.put, getItem: tt.get}
+			fc := &fakeClient{t: t, putItem: tt.put, getItem: tt.get}
 			got, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
 			if tt.wantMsg != "" {
 				require.EqualError(t, err, tt.wantMsg)
@@ -427,7 +477,7 @@ func TestClaimOutcomes(t *testing.T) {
 func TestClaimStoreErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
 	throttled := &types.ProvisionedThroughputExceededException{Message: ptr("slow down")}
-	fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 		return nil, throttled
 	}}
 	_, err := dynamostore.New(fc, testTable).Claim(t.Context(), newRecord(), t0)
@@ -476,6 +526,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"version fractional", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberN{Value: "1.0"} },
 			`"version" holds "1.0", want an integer of 64 bits`},
 		{"version as a list", nil, func(m map[string]types.AttributeValue) { m["version"] = &types.AttributeValueMemberL{} }, `"version" is L, want N`},
+		{"suspended as S", nil, func(m map[string]types.AttributeValue) { m["suspended"] = &types.AttributeValueMemberS{Value: "true"} },
+			`"suspended" is S, want BOOL`},
+		{"suspended as N", nil, func(m map[string]types.AttributeValue) { m["suspended"] = &types.AttributeValueMemberN{Value: "1"} },
+			`"suspended" is N, want BOOL`},
 		{"composite: missing sort key", []func(*dynamostore.Options){composed}, func(m map[string]types.AttributeValue) {
 			m["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
 			delete(m, "id")
@@ -486,7 +540,7 @@ func TestDecodeErrors(t *testing.T) {
 			t.Parallel()
 			item := storedItem()
 			tt.change(item)
-			fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+			fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
 				return nil, ccf(item)
 			}}
 			var res storage.ClaimResult
@@ -507,7 +561,7 @@ func TestDecodeComposite(t *testing.T) {
 	item["pk"] = &types.AttributeValueMemberS{Value: "idempotency#orders"}
 	item["sk"] = item["id"]
 	delete(item, "id")
-	fc := &fakeClient{t: t, updateItem: func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) { return nil, ccf(item) }}
+	fc := &fakeClient{t: t, putItem: func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) { return nil, ccf(item) }}
 	res, err := dynamostore.New(fc, testTable, composed).Claim(t.Context(), newRecord(), t0)
 	require.NoError(t, err)
 	require.NotNil(t, res.Existing)
@@ -544,17 +598,17 @@ func TestCompleteRequest(t *testing.T) {
 		{
 			name: "default layout", data: []byte("p{}"),
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended",
 		},
 		{
 			name: "composite key", data: []byte("p{}"), opts: []func(*dynamostore.Options){composed},
 			wantKey:    map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200)",
+			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended",
 		},
 		{
 			name:       "no data",
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "REMOVE in_progress_expiration, steps, data SET status = S(COMPLETED), expiration = N(1700007200)",
+			wantUpdate: "SET status = S(COMPLETED), expiration = N(1700007200) REMOVE data, in_progress_expiration, steps, suspended",
 		},
 	}
 	for _, tt := range tests {
@@ -573,12 +627,9 @@ func TestCompleteRequest(t *testing.T) {
 			assert.Equal(t, "lease = S("+ourLease+")", resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues),
 				"fenced by the lease alone, so a retried completion succeeds")
 			assert.Empty(t, got.ReturnValues)
-			for p := range got.ExpressionAttributeValues {
-				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused value")
-			}
-			for p := range got.ExpressionAttributeNames {
-				assert.Contains(t, *got.UpdateExpression+*got.ConditionExpression, p, "unused name")
-			}
+			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure,
+				"a failure says what holds the record")
+			assertAllUsed(t, *got.UpdateExpression+" "+*got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues)
 		})
 	}
 }
@@ -593,8 +644,6 @@ func TestCompleteErrors(t *testing.T) {
 		wantErr []error
 		wantMsg string
 	}{
-		{"fenced out", ccf(nil), []error{storage.ErrLeaseLost},
-			"dynamostore: complete: idempotent: lease lost to another invocation (the record is gone or has another lease)"},
 		{"refused by DynamoDB as too large", tooLarge, []error{storage.ErrTooLarge, tooLarge},
 			"dynamostore: complete: idempotent: record too large for the store: api error ValidationException: Item size to update has exceeded the maximum allowed size"},
 		{"other validation error", otherValidation, []error{otherValidation},
@@ -690,9 +739,9 @@ func TestReleaseRequest(t *testing.T) {
 		wantKey map[string]string
 		cond    string
 	}{
-		{"default layout", nil, map[string]string{"id": "S(" + testID + ")"}, "(attribute_not_exists (id)) OR (lease = S(" + ourLease + "))"},
+		{"default layout", nil, map[string]string{"id": "S(" + testID + ")"}, "attribute_not_exists(id) OR lease = S(" + ourLease + ")"},
 		{"composite key", []func(*dynamostore.Options){composed}, map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			"(attribute_not_exists (pk)) OR (lease = S(" + ourLease + "))"},
+			"attribute_not_exists(pk) OR lease = S(" + ourLease + ")"},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			t.Parallel()
@@ -724,10 +773,7 @@ func TestReleaseOutcomes(t *testing.T) {
 		// DynamoDB deletes nothing and reports success for a missing item:
 		// the condition admits it.
 		{name: "released, or already gone"},
-		{"another lease holds it", ccf(inProgressItem("lease-other", 1)), []error{storage.ErrLeaseLost},
-			"dynamostore: release: idempotent: lease lost to another invocation (the record is INPROGRESS under another lease)"},
-		{"another lease holds it, no item returned", ccf(nil), []error{storage.ErrLeaseLost},
-			"dynamostore: release: idempotent: lease lost to another invocation"},
+		// A failed condition: see TestFencedWritesDecideOnTheItem.
 		{"store error", errBoom, []error{errBoom}, "dynamostore: release: boom"},
 	}
 	for _, tt := range tests {

@@ -56,15 +56,17 @@ return {'hash', redis.call('HGETALL', key)}
 
 // deleteScript deletes a record if it is still exactly as read. ARGV:
 // [1] status, [2] expiration (epoch s), [3] lease end (epoch ms, "" for
-// none), [4] lease, [5] fingerprint ("" for none), [6] version. Numbers are
-// compared as numbers, absent fields as "" (version as 0). Replies: {'ok'},
-// {'none'}, {'changed'}, {'wrongtype', type}.
+// none), [4] lease, [5] fingerprint ("" for none), [6] version, [7] the
+// steps as stored ("" for none), [8] the suspended field ("" for none).
+// Numbers are compared as numbers, absent fields as "" (version as 0).
+// Replies: {'ok'}, {'none'}, {'changed'}, {'wrongtype', type}.
 var deleteScript = redis.NewScript(luaHelpers + `
 if kind == 'none' then return {'none'} end
-local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation', 'version')
+local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation', 'version', 'steps', 'suspended')
 local function num(v) if v == false or v == '' then return nil end return int(v) end
 if (f[1] or '') ~= ARGV[1] or num(f[2]) ~= num(ARGV[2]) or num(f[3]) ~= num(ARGV[3]) or
-   (f[4] or '') ~= ARGV[4] or (f[5] or '') ~= ARGV[5] or (num(f[6]) or 0) ~= num(ARGV[6]) then
+   (f[4] or '') ~= ARGV[4] or (f[5] or '') ~= ARGV[5] or (num(f[6]) or 0) ~= num(ARGV[6]) or
+   (f[7] or '') ~= ARGV[7] or (f[8] or '') ~= ARGV[8] then
   return {'changed'}
 end
 redis.call('DEL', key)
@@ -112,8 +114,9 @@ func (s *Store) decodeAdmin(id string, reply []any) (storage.Record, error) {
 
 // Delete deletes the record rec.ID with one script, on condition that it is
 // still exactly as rec describes it (as Get returned it): status, lease,
-// lease end, expiry, fingerprint and version. A record that changed meanwhile
-// (completed, taken over, claimed anew, or gone) is left alone and the error
+// lease end, expiry, fingerprint, version, steps and suspension. A record
+// that changed meanwhile (completed, taken over, claimed anew, a step
+// finished or suspended since, or gone) is left alone and the error
 // wraps ErrChanged (and ErrNotFound as well when it is gone). Deleting a live
 // INPROGRESS record lets a duplicate run the handler while its owner may
 // still be running: the caller decides that, not Delete.
@@ -122,8 +125,17 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	if !rec.LeaseExpiresAt.IsZero() {
 		leaseEnd = itoa(rec.LeaseExpiresAt.UnixMilli())
 	}
+	var steps strings.Builder
+	for _, st := range rec.Steps {
+		steps.WriteString(encodeStep(st))
+	}
+	suspended := ""
+	if rec.Suspended {
+		suspended = suspendedValue
+	}
 	reply, err := deleteScript.Run(ctx, s.client, []string{s.Key(rec.ID)},
 		string(rec.Status), itoa(rec.ExpiresAt.Unix()), leaseEnd, rec.Lease, rec.Fingerprint, itoa(int64(rec.Version)),
+		steps.String(), suspended,
 	).Slice()
 	if err != nil {
 		return fmt.Errorf("redisstore: delete: %w", err)
@@ -147,6 +159,12 @@ type ScanOptions struct {
 	// Status, when set, keeps only records of that status.
 	Status storage.Status
 
+	// IDPrefix, when set, keeps only records whose id starts with it (for
+	// example "payments#": one function's records). It narrows SCAN's MATCH
+	// pattern, so the keys of other records are not read one by one; SCAN
+	// still walks the whole keyspace.
+	IDPrefix string
+
 	// PageSize is the COUNT hint of each SCAN call; zero or less means 100.
 	PageSize int64
 
@@ -158,7 +176,8 @@ type ScanOptions struct {
 type ScanProgress struct {
 	// Pages is the number of SCAN calls made.
 	Pages int
-	// Scanned is the number of keys under Options.KeyPrefix read.
+	// Scanned is the number of keys under Options.KeyPrefix (and
+	// ScanOptions.IDPrefix) read.
 	Scanned int64
 	// Matched is the number of records passed to the callback.
 	Matched int64
@@ -170,13 +189,15 @@ type ScanClient interface {
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 }
 
-// Scan passes every record under Options.KeyPrefix to fn (SCAN MATCH, then
-// one script per key to read it), until all are read, fn returns false, or
-// ctx ends. A key that does not hold a readable record is passed with a
-// *CorruptError and a zero Record; a key that expires between the SCAN and
-// the read is skipped. SCAN walks the whole keyspace of the database, not
-// only the prefix, and may return a key more than once (Redis's guarantee);
-// the store's client must implement ScanClient or be a *redis.ClusterClient.
+// Scan passes every record under Options.KeyPrefix (and opts.IDPrefix) to
+// fn (SCAN MATCH, then one script per key to read it), until all are read,
+// fn returns false, or ctx ends. A key that does not hold a readable record
+// is passed with a *CorruptError and a zero Record; a key that expires
+// between the SCAN and the read is skipped. SCAN walks the whole keyspace of
+// the database, not only the prefix, and may return a key more than once
+// (Redis's guarantee); the store's client must implement ScanClient or be a
+// *redis.ClusterClient, whose primaries are scanned one after the other
+// (replicas are not read: they hold the same keys).
 func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Record, error) bool) error {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
@@ -185,7 +206,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 	walk := func(ctx context.Context, sc ScanClient) error {
 		var cursor uint64
 		for {
-			keys, next, err := sc.Scan(ctx, cursor, escapeGlob(s.opts.KeyPrefix)+"*", opts.PageSize).Result()
+			keys, next, err := sc.Scan(ctx, cursor, escapeGlob(s.opts.KeyPrefix+opts.IDPrefix)+"*", opts.PageSize).Result()
 			if err != nil {
 				return fmt.Errorf("redisstore: scan: %w", err)
 			}

@@ -72,6 +72,43 @@ func TestAdminDeleteRefusesTakeover(t *testing.T) {
 	assert.Equal(t, "new-owner", still.Lease)
 }
 
+// TestAdminDeleteRefusesNewStep: a step finished, or a suspension, since
+// the read is a change: forgetting the record would throw away a step the
+// operator never saw.
+func TestAdminDeleteRefusesNewStep(t *testing.T) {
+	t.Parallel()
+	store, _ := newStore(t)
+	ctx := ctxT(t)
+	now := time.Now()
+	tests := []struct {
+		name   string
+		change func(rec storage.Record) error
+	}{
+		{"a step", func(rec storage.Record) error {
+			return store.AppendStep(ctx, rec.ID, rec.Lease, storage.Step{Name: "ship", Data: []byte("1")})
+		}},
+		{"suspended", func(rec storage.Record) error {
+			return store.Suspend(ctx, rec.ID, rec.Lease, now.Add(-time.Second))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := claimNew(t, store, now)
+			require.NoError(t, store.AppendStep(ctx, rec.ID, rec.Lease, storage.Step{Name: "charge", Data: []byte(`{"id":"ch_1"}`)}))
+			read, err := store.Get(ctx, rec.ID)
+			require.NoError(t, err)
+			require.Len(t, read.Steps, 1)
+
+			require.NoError(t, tt.change(rec))
+			require.ErrorIs(t, store.Delete(ctx, read), redisstore.ErrChanged)
+
+			fresh, err := store.Get(ctx, rec.ID)
+			require.NoError(t, err)
+			require.NoError(t, store.Delete(ctx, fresh), "deleted as read again")
+		})
+	}
+}
+
 func TestAdminCorrupt(t *testing.T) {
 	t.Parallel()
 	store, client := newStore(t)
@@ -134,6 +171,8 @@ func TestAdminScan(t *testing.T) {
 		{"all", redisstore.ScanOptions{PageSize: 2}, 0, 7, 1},
 		{"in progress", redisstore.ScanOptions{Status: storage.StatusInProgress}, 0, 3, 1},
 		{"stopped by the callback", redisstore.ScanOptions{PageSize: 1}, 2, 2, -1},
+		{"one id prefix", redisstore.ScanOptions{IDPrefix: "bad#"}, 0, 0, 1},
+		{"a glob in the id prefix matches itself only", redisstore.ScanOptions{IDPrefix: "b*"}, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +195,11 @@ func TestAdminScan(t *testing.T) {
 			if tt.wantBad >= 0 {
 				assert.Equal(t, tt.wantIDs, ids)
 				assert.Equal(t, tt.wantBad, corrupt)
-				assert.Equal(t, int64(8), last.Scanned)
+				if tt.opts.IDPrefix == "" {
+					assert.Equal(t, int64(8), last.Scanned)
+				} else {
+					assert.Equal(t, int64(tt.wantIDs+tt.wantBad), last.Scanned, "only the prefix's keys are read")
+				}
 			} else {
 				assert.Equal(t, tt.stopAfter, ids+corrupt)
 			}

@@ -30,26 +30,29 @@
 // conditions do:
 //   - Claim writes the record if there is none, if it has expired
 //     (expiration < now, in seconds) or if it is INPROGRESS with a lapsed
-//     lease (in_progress_expiration < now, in milliseconds) and the same
-//     payload (validation absent on either side, or equal). A record carrying
-//     the caller's own lease counts as claimed without a write (a retry whose
+//     lease (in_progress_expiration < now, in milliseconds), of this format
+//     (version storage.RecordVersion, with a lease) and the same payload
+//     (validation absent on either side, or equal). A record carrying the
+//     caller's own lease counts as claimed without a write (a retry whose
 //     first response was lost). Replacing another owner's INPROGRESS record
-//     is reported as a takeover. Otherwise the live record is returned.
+//     is reported as a takeover, or as a resume when its owner suspended
+//     it. Otherwise the live record is returned.
 //   - A claim keeps the replaced record's steps, in the same script, exactly
 //     when that record is resumable (storage.Record.Resumable: INPROGRESS,
 //     not expired, the same validation, absent on both sides counting as
 //     the same), and returns them in the reply, so a takeover resumes at no
 //     extra cost. Every other claim drops them with the old hash.
 //   - Complete is fenced on the lease alone: it overwrites status, data and
-//     expiration and removes in_progress_expiration and the steps only if
-//     the record carries the caller's lease, so a retried completion
-//     succeeds again.
+//     expiration and removes in_progress_expiration, the steps and the
+//     suspended field only if the record carries the caller's lease, so a
+//     retried completion succeeds again.
 //   - Release deletes the record only if it carries the caller's lease; a
 //     record already gone is not an error.
 //   - AppendStep appends a step to the steps field, and Suspend sets
-//     in_progress_expiration, only if the record is INPROGRESS and carries
-//     the caller's lease. Suspend keeps the steps, so a handler that failed
-//     after finishing some lets the next claim resume them at once.
+//     in_progress_expiration and the suspended field, only if the record is
+//     INPROGRESS and carries the caller's lease. Suspend keeps the steps, so
+//     a handler that failed after finishing some lets the next claim resume
+//     them at once.
 //
 // "Now" is always the caller's (the wrapper's clock), never the server's, so
 // every store behaves identically and tests can pass any time. A stored value
@@ -73,6 +76,13 @@
 //	data                    the stored response, binary (absent when none)
 //	version                 the record format version, decimal
 //	steps                   the finished steps, in order (absent when none)
+//	suspended               "1" once the owner suspended the record (absent
+//	                        otherwise: the claim rewrites the hash, Complete
+//	                        removes it)
+//
+// A hash without a suspended field, such as every record written before it
+// existed, reads as not suspended; the record format version did not change
+// for it.
 //
 // The steps field holds each step as two netstrings, its name and then its
 // data, "<length>:<bytes>," with the length in decimal bytes: the steps
@@ -163,9 +173,12 @@
 // noeviction on the instance holding the records: every record has an
 // expiry, so the volatile-* policies (volatile-lru is ElastiCache's default)
 // and the allkeys-* ones would silently evict live records, each a possible
-// duplicate run, where noeviction makes writes fail (the claim returns an
-// error, the wrapper reports idempotent.ErrStore, and the handler does not
-// run).
+// duplicate run, where noeviction makes writes fail instead. A refused claim
+// is harmless (the claim returns an error, the wrapper reports
+// idempotent.ErrStore, and the handler does not run); but a completion
+// refused with OOM after the handler ran leaves the key INPROGRESS until its
+// lease lapses, and the retry after that takes it over and runs the handler
+// again. Keep headroom: alarm on used memory well below maxmemory.
 //
 // Cost and latency. A round trip within a VPC takes well under a
 // millisecond, against a few milliseconds for DynamoDB; a Redis node is paid

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -20,7 +19,13 @@ const (
 	fieldData       = "data"                   // the stored response, binary; absent when empty
 	fieldVersion    = "version"                // the record format version, decimal
 	fieldSteps      = "steps"                  // the finished steps, netstrings (see encodeStep); absent when none
+	fieldSuspended  = "suspended"              // "1" when the owner suspended the record; absent otherwise
 )
+
+// suspendedValue is the suspended field's one value. A record without the
+// field is not suspended: records written before the field existed read so,
+// which needs no format version change.
+const suspendedValue = "1"
 
 // maxKeyExpiryMs caps the key expiry passed to Redis: 2^53 ms (the year
 // 287396) is the largest time the scripts' Lua numbers hold exactly, and a
@@ -87,23 +92,23 @@ func completedSize(key string, rec *storage.Record) int {
 // strict: an odd list, a non-string element, a missing status, expiration or
 // lease, a number that is not a plain decimal integer, or a steps value that
 // does not decode (see decodeSteps) yields an error
-// wrapping idempotent.ErrCorruptRecord that names the field. Unknown fields
+// wrapping storage.ErrCorruptRecord that names the field. Unknown fields
 // are ignored. The status is not checked (the wrapper refuses unknown ones),
 // and a hash without a version decodes with Version 0 (the wrapper refuses it
 // as foreign).
 func decodeHash(id string, flat []any) (storage.Record, error) {
 	if len(flat)%2 != 0 {
-		return storage.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", idempotent.ErrCorruptRecord, len(flat))
+		return storage.Record{}, fmt.Errorf("%w: hash reply has %d elements, want field/value pairs", storage.ErrCorruptRecord, len(flat))
 	}
 	fields := make(map[string]string, len(flat)/2)
 	for i := 0; i < len(flat); i += 2 {
 		name, ok := flat[i].(string)
 		if !ok {
-			return storage.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", idempotent.ErrCorruptRecord, flat[i])
+			return storage.Record{}, fmt.Errorf("%w: hash field name is a %T, want a string", storage.ErrCorruptRecord, flat[i])
 		}
 		value, ok := flat[i+1].(string)
 		if !ok {
-			return storage.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", idempotent.ErrCorruptRecord, name, flat[i+1])
+			return storage.Record{}, fmt.Errorf("%w: field %q is a %T, want a string", storage.ErrCorruptRecord, name, flat[i+1])
 		}
 		fields[name] = value
 	}
@@ -124,6 +129,12 @@ func decodeHash(id string, flat []any) (storage.Record, error) {
 	}
 	if v, ok := d.int(fieldVersion, false, strconv.IntSize); ok {
 		rec.Version = int(v)
+	}
+	if v, ok := d.str(fieldSuspended, false); ok {
+		if v != suspendedValue {
+			d.fail(fieldSuspended, "is %q, want %q", v, suspendedValue)
+		}
+		rec.Suspended = v == suspendedValue
 	}
 	if v, ok := d.str(fieldSteps, false); ok {
 		steps, err := decodeSteps(v)
@@ -146,7 +157,7 @@ type decoder struct {
 
 func (d *decoder) fail(field, format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: field %q %s", idempotent.ErrCorruptRecord, field, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: field %q %s", storage.ErrCorruptRecord, field, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -217,7 +228,7 @@ func appendNetstring(b []byte, s string) []byte {
 
 // decodeSteps reads a steps field. The empty value holds no steps (nil). A
 // value that is not a whole number of name/data netstring pairs yields an
-// error (callers wrap it in idempotent.ErrCorruptRecord) naming the byte
+// error (callers wrap it in storage.ErrCorruptRecord) naming the byte
 // offset where decoding failed.
 func decodeSteps(v string) ([]storage.Step, error) {
 	var steps []storage.Step

@@ -1,6 +1,12 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
+)
 
 // Each Store operation is one Lua script, run atomically by the server with
 // EVALSHA (falling back to EVAL when the server does not have it cached), so
@@ -67,28 +73,36 @@ end
 // the new record's field/value pairs.
 //
 // The liveness rule is storage.Record.Replaceable: an expired record, or a
-// lapsed INPROGRESS one whose fingerprint is absent or equal to the claim's
-// (when the claim carries one). The steps rule is storage.Record.Resumable:
+// lapsed INPROGRESS one of this format (version storage.RecordVersion, a
+// lease) whose fingerprint is absent or equal to the claim's (when the
+// claim carries one). A foreign record is replaced only once it expires. The steps rule is storage.Record.Resumable:
 // the new record keeps the stored steps only when the stored record is
 // INPROGRESS, its expiration is readable and not past, and its fingerprint
 // equals the claim's ("" for none on either side); every other claim
 // drops them with the rest of the old hash. Steps about to be kept that do
-// not decode refuse the claim without writing.
+// not decode refuse the claim without writing. The claim rewrites the whole
+// hash, so the claimed record is never suspended.
 //
-// Replies: {'claimed', tookover 0|1, kept steps ("" for none)}; {'own',
+// replaced tells what a claim replaced: 0 nothing of another owner's (no
+// record, an expired COMPLETED one, or the caller's own), 1 another owner's
+// INPROGRESS record (a takeover), 2 one its owner suspended (a resume).
+//
+// Replies: {'claimed', replaced 0|1|2, kept steps ("" for none)}; {'own',
 // steps ("" for none)} (a live record with the caller's lease, nothing
 // written; its steps if it is resumable); {'refused', HGETALL of the live
 // record}; {'badsteps', steps}; {'wrongtype', type}; {'past', server ms}.
 var claimScript = redis.NewScript(luaHelpers + validStepsLua + `
-local tookover = 0
+local record_version = ` + strconv.Itoa(storage.RecordVersion) + `
+local replaced = 0
 local steps = ''
 if kind == 'hash' then
-  local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation')
+  local f = redis.call('HMGET', key, 'status', 'expiration', 'in_progress_expiration', 'lease', 'validation', 'suspended', 'version')
   local exp, lease_end = int(f[2]), int(f[3])
   local stored_fp = f[5] or ''
   local same_payload = ARGV[5] == '' or stored_fp == '' or stored_fp == ARGV[5]
+  local ours = int(f[7]) == record_version and f[4] ~= false and f[4] ~= ''
   local claimable = (exp ~= nil and exp < tonumber(ARGV[2])) or
-    (f[1] == 'INPROGRESS' and lease_end ~= nil and lease_end < tonumber(ARGV[3]) and same_payload)
+    (f[1] == 'INPROGRESS' and ours and lease_end ~= nil and lease_end < tonumber(ARGV[3]) and same_payload)
   local resumable = f[1] == 'INPROGRESS' and exp ~= nil and exp >= tonumber(ARGV[2]) and stored_fp == ARGV[5]
   if resumable then
     steps = redis.call('HGET', key, 'steps') or ''
@@ -105,7 +119,10 @@ if kind == 'hash' then
     return {'badsteps', steps}
   end
   if f[1] == 'INPROGRESS' and f[4] ~= ARGV[1] then
-    tookover = 1
+    replaced = 1
+    if f[6] == '1' then
+      replaced = 2
+    end
   end
 end
 local srv = servernow()
@@ -120,11 +137,12 @@ if steps ~= '' then
   redis.call('HSET', key, 'steps', steps)
 end
 redis.call('PEXPIREAT', key, ARGV[4])
-return {'claimed', tookover, steps}
+return {'claimed', replaced, steps}
 `)
 
-// completeScript implements Store.Complete. It drops the record's steps:
-// a completed record replays its response, and nothing resumes it.
+// completeScript implements Store.Complete. It drops the record's steps
+// and its suspended mark: a completed record replays its response, and
+// nothing resumes it.
 //
 // ARGV: [1] lease, [2] key expiry (epoch ms), [3] status, [4] expiration
 // (epoch s), [5] data ("" for none).
@@ -144,10 +162,10 @@ if tonumber(ARGV[2]) <= srv then
 end
 redis.call('HSET', key, 'status', ARGV[3], 'expiration', ARGV[4])
 if ARGV[5] == '' then
-  redis.call('HDEL', key, 'in_progress_expiration', 'data', 'steps')
+  redis.call('HDEL', key, 'in_progress_expiration', 'data', 'steps', 'suspended')
 else
   redis.call('HSET', key, 'data', ARGV[5])
-  redis.call('HDEL', key, 'in_progress_expiration', 'steps')
+  redis.call('HDEL', key, 'in_progress_expiration', 'steps', 'suspended')
 end
 redis.call('PEXPIREAT', key, ARGV[2])
 return {'ok'}
@@ -213,8 +231,9 @@ redis.call('HSET', key, 'steps', cur .. ARGV[2])
 return {'ok'}
 `)
 
-// suspendScript implements Store.Suspend: it moves the lease end and keeps
-// every other field, the steps and the key's expiry (HSET keeps it).
+// suspendScript implements Store.Suspend: it moves the lease end and sets
+// the suspended field to "1", keeping every other field, the steps and the
+// key's expiry (HSET keeps it).
 //
 // ARGV: [1] lease, [2] lease end (epoch ms).
 //
@@ -231,7 +250,7 @@ end
 if f[2] ~= 'INPROGRESS' then
   return {'done', f[2] or ''}
 end
-redis.call('HSET', key, 'in_progress_expiration', ARGV[2])
+redis.call('HSET', key, 'in_progress_expiration', ARGV[2], 'suspended', '1')
 return {'ok'}
 `)
 

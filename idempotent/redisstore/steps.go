@@ -48,8 +48,8 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 
 // Suspend implements storage.Store with one script that, if the stored
 // record is INPROGRESS and carries lease, sets its lease end to leaseEnd
-// (millisecond precision), keeping its steps, every other field and the
-// key's expiry. A record already gone is not an error.
+// (millisecond precision) and its suspended field, keeping its steps, every
+// other field and the key's expiry. A record already gone is not an error.
 func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: suspend: %w", err)

@@ -18,8 +18,9 @@ import (
 
 // TestStepsLayout pins how steps are stored: one "steps" field holding the
 // steps' netstrings in order, written by AppendStep, carried over by a
-// resuming claim, kept by Suspend, removed by Complete; and the key's expiry
-// following the record's expiry throughout.
+// resuming claim, kept by Suspend, removed by Complete; a "suspended" field
+// "1" set by Suspend and gone after the resuming claim; and the key's
+// expiry following the record's expiry throughout.
 func TestStepsLayout(t *testing.T) {
 	t.Parallel()
 	store, client := newStore(t)
@@ -39,7 +40,8 @@ func TestStepsLayout(t *testing.T) {
 	end := now.Add(-time.Millisecond)
 	require.NoError(t, store.Suspend(ctx, rec.ID, rec.Lease, end))
 	assert.Equal(t, strconv.FormatInt(end.UnixMilli(), 10), client.HGet(ctx, key, "in_progress_expiration").Val())
-	assert.Equal(t, 7, int(client.HLen(ctx, key).Val()), "fields after Suspend: %v", client.HKeys(ctx, key).Val())
+	assert.Equal(t, "1", client.HGet(ctx, key, "suspended").Val())
+	assert.Equal(t, 8, int(client.HLen(ctx, key).Val()), "fields after Suspend: %v", client.HKeys(ctx, key).Val())
 	assertKeyExpiry(t, client, key, rec.ExpiresAt)
 
 	// The resuming claim writes its own record, with the steps, and moves
@@ -50,7 +52,7 @@ func TestStepsLayout(t *testing.T) {
 	next.ExpiresAt = now.Add(2 * time.Hour)
 	res, err := store.Claim(ctx, next, now)
 	require.NoError(t, err)
-	assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true, Steps: []storage.Step{charge, ledger}}, res)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, Resumed: true, Steps: []storage.Step{charge, ledger}}, res)
 	assert.Equal(t, map[string]string{
 		"status":                 "INPROGRESS",
 		"expiration":             strconv.FormatInt(next.ExpiresAt.Unix(), 10),
@@ -71,6 +73,31 @@ func TestStepsLayout(t *testing.T) {
 	require.NoError(t, store.Complete(ctx, done))
 	assert.False(t, client.HExists(ctx, key, "steps").Val(), "steps field after Complete")
 	assertKeyExpiry(t, client, key, done.ExpiresAt)
+}
+
+// TestCompleteDropsSuspended: Complete removes the suspended field along
+// with the steps, whichever fields the completion writes.
+func TestCompleteDropsSuspended(t *testing.T) {
+	t.Parallel()
+	store, client := newStore(t)
+	ctx := ctxT(t)
+	now := time.Now()
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{{"with data", []byte("p")}, {"without data", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := claimNew(t, store, now)
+			key := store.Key(rec.ID)
+			require.NoError(t, store.Suspend(ctx, rec.ID, rec.Lease, now.Add(-time.Millisecond)))
+			require.Equal(t, "1", client.HGet(ctx, key, "suspended").Val())
+			require.NoError(t, store.Complete(ctx, completedRecord(rec, tt.data, now)))
+			assert.False(t, client.HExists(ctx, key, "suspended").Val(), "suspended field after Complete")
+			got, err := store.Get(ctx, rec.ID)
+			require.NoError(t, err)
+			assert.False(t, got.Suspended)
+		})
+	}
 }
 
 // TestClaimRetriedOwnLeaseReturnsSteps: a claim retried after its first

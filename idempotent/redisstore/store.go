@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -82,14 +81,18 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 // A claim that replaces a record resumable for rec (storage.Record.Resumable)
 // keeps its steps in the same script and returns them in ClaimResult.Steps;
 // steps that do not decode refuse the claim, without writing, with an error
-// wrapping idempotent.ErrCorruptRecord (resuming past unknown steps, or
+// wrapping storage.ErrCorruptRecord (resuming past unknown steps, or
 // dropping them and re-running their side effects, would both be wrong).
+//
+// Replacing another owner's INPROGRESS record is a takeover
+// (ClaimResult.TookOver), or a resume (ClaimResult.Resumed) when its owner
+// suspended it.
 //
 // A claim retried by the client after its first response was lost finds the
 // caller's own record; the lease token identifies it, and the claim counts as
-// made without writing (TookOver is then false, as the first response that
-// knew otherwise was lost), with the record's steps when it is resumable, as
-// the first response carried them.
+// made without writing (TookOver and Resumed are then false, as the first
+// response that knew otherwise was lost), with the record's steps when it is
+// resumable, as the first response carried them.
 func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -105,10 +108,10 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "claimed", "own":
-		var took int64
+		var replaced int64 // claimScript's: 0 nothing, 1 a takeover, 2 a resume
 		if tag == "claimed" {
 			var ok bool
-			if took, ok = intAt(rest, 0); !ok {
+			if replaced, ok = intAt(rest, 0); !ok || replaced < 0 || replaced > 2 {
 				break
 			}
 			rest = rest[1:]
@@ -122,9 +125,9 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 			// The claim script refuses to keep steps that do not decode, so
 			// this is the caller's own record ("own": nothing was written),
 			// or a script that disagrees with decodeSteps.
-			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q is malformed: %w", key, idempotent.ErrCorruptRecord, fieldSteps, err)
+			return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q is malformed: %w", key, storage.ErrCorruptRecord, fieldSteps, err)
 		}
-		return storage.ClaimResult{Claimed: true, TookOver: took == 1, Steps: steps}, nil
+		return storage.ClaimResult{Claimed: true, TookOver: replaced == 1, Resumed: replaced == 2, Steps: steps}, nil
 	case "refused":
 		flat, ok := sliceAt(rest, 0)
 		if !ok {
@@ -141,9 +144,9 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 			err = errors.New("the claim script refused it")
 		}
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: key %q: %w: field %q of the record to resume is malformed (left as stored): %w",
-			key, idempotent.ErrCorruptRecord, fieldSteps, err)
+			key, storage.ErrCorruptRecord, fieldSteps, err)
 	case "wrongtype":
-		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w: key %q holds a Redis %s, not a hash", idempotent.ErrCorruptRecord, key, strAt(rest, 0))
+		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w: key %q holds a Redis %s, not a hash", storage.ErrCorruptRecord, key, strAt(rest, 0))
 	case "past":
 		return storage.ClaimResult{}, pastError("claim", rec.ExpiresAt, rest)
 	}
@@ -216,7 +219,7 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 // is not the caller's record (so the lease is lost), and it is not a record
 // at all. Nothing was written or deleted.
 func foreignKeyError(op, key string, rest []any) error {
-	return fmt.Errorf("redisstore: %s: %w: %w: key %q holds a Redis %s, not a hash", op, storage.ErrLeaseLost, idempotent.ErrCorruptRecord, key, strAt(rest, 0))
+	return fmt.Errorf("redisstore: %s: %w: %w: key %q holds a Redis %s, not a hash", op, storage.ErrLeaseLost, storage.ErrCorruptRecord, key, strAt(rest, 0))
 }
 
 func pastError(op string, expires time.Time, rest []any) error {

@@ -188,19 +188,36 @@ func TestCorruptRecords(t *testing.T) {
 	})
 
 	t.Run("LapsedCorruptRecordIsTakenOver", func(t *testing.T) {
-		// As in DynamoDB, the claim condition reads only status, expiration
-		// and the lease end: a record whose lease lapsed is replaced even if
-		// another field is unreadable.
+		// As in DynamoDB, the claim condition reads only status, expiration,
+		// the lease end, the lease and the version: a record of this format
+		// whose lease lapsed is replaced even if another field (here steps
+		// the claim would not keep) is unreadable.
+		t.Parallel()
+		ctx := ctxT(t)
+		rec := liveRecord(now)
+		key := store.Key(rec.ID)
+		require.NoError(t, client.HSet(ctx, key, "status", "INPROGRESS", "expiration", exp,
+			"in_progress_expiration", strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10), "lease", "other", "version", "1",
+			"steps", "garbage").Err())
+		res, err := store.Claim(ctx, rec, now)
+		require.NoError(t, err)
+		assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
+		assert.False(t, client.HExists(ctx, key, "steps").Val())
+	})
+
+	t.Run("LapsedRecordOfUnreadableVersionIsNotTakenOver", func(t *testing.T) {
+		// Not known to be of this format: foreign, refused until it expires.
 		t.Parallel()
 		ctx := ctxT(t)
 		rec := liveRecord(now)
 		key := store.Key(rec.ID)
 		require.NoError(t, client.HSet(ctx, key, "status", "INPROGRESS", "expiration", exp,
 			"in_progress_expiration", strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10), "lease", "other", "version", "?").Err())
+		before := client.HGetAll(ctx, key).Val()
 		res, err := store.Claim(ctx, rec, now)
-		require.NoError(t, err)
-		assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
-		assert.Equal(t, "1", client.HGet(ctx, key, "version").Val())
+		require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
+		assert.False(t, res.Claimed)
+		assert.Equal(t, before, client.HGetAll(ctx, key).Val())
 	})
 }
 

@@ -121,6 +121,11 @@ func TestDecodeHash(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []storage.Step{{Name: "charge", Data: []byte("\x00,")}, {Name: "a:b"}}, withSteps.Steps)
 
+	suspended, err := redisstore.DecodeHash("fn#id", append(full[:len(full):len(full)], "suspended", "1"))
+	require.NoError(t, err)
+	assert.True(t, suspended.Suspended)
+	assert.False(t, rec.Suspended, "no suspended field (every record written before it existed): not suspended")
+
 	minimal, err := redisstore.DecodeHash("fn#id", []any{"status", "INPROGRESS", "expiration", "-5", "lease", ""})
 	require.NoError(t, err)
 	assert.Equal(t, storage.Record{ID: "fn#id", Status: storage.StatusInProgress, ExpiresAt: time.Unix(-5, 0)}, minimal,
@@ -163,6 +168,9 @@ func TestDecodeHash(t *testing.T) {
 		{"TextVersion", base("version", "v1"), `"version" is "v1"`},
 		{"MalformedSteps", base("steps", "6:charge,"), `field "steps" is malformed: step 1 ("charge") data`},
 		{"NonStringSteps", base("steps", int64(1)), `field "steps" is a int64`},
+		{"SuspendedTrue", base("suspended", "true"), `field "suspended" is "true", want "1"`},
+		{"SuspendedZero", base("suspended", "0"), `field "suspended" is "0", want "1"`},
+		{"SuspendedEmpty", base("suspended", ""), `field "suspended" is "", want "1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -378,6 +386,8 @@ func TestUnexpectedReplies(t *testing.T) {
 		{"ClaimedWithStringFlag", []any{"claimed", "1", ""}},
 		{"ClaimedWithoutSteps", []any{"claimed", int64(0)}},
 		{"ClaimedWithIntSteps", []any{"claimed", int64(0), int64(1)}},
+		{"ClaimedWithUnknownReplaced", []any{"claimed", int64(3), ""}},
+		{"ClaimedWithNegativeReplaced", []any{"claimed", int64(-1), ""}},
 		{"OwnWithoutSteps", []any{"own"}},
 		{"TooLargeWithoutSize", []any{"toolarge"}},
 		{"RefusedWithoutRecord", []any{"refused"}},
@@ -416,6 +426,14 @@ func TestReplies(t *testing.T) {
 	res, err := redisstore.New(answer(t, []any{"claimed", int64(1), ""})).Claim(ctx, rec, now)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ClaimResult{Claimed: true, TookOver: true}, res)
+
+	res, err = redisstore.New(answer(t, []any{"claimed", int64(2), ""})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ClaimResult{Claimed: true, Resumed: true}, res, "a suspended record replaced: a resume, not a takeover")
+
+	res, err = redisstore.New(answer(t, []any{"claimed", int64(0), ""})).Claim(ctx, rec, now)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ClaimResult{Claimed: true}, res)
 
 	res, err = redisstore.New(answer(t, []any{"own", ""})).Claim(ctx, rec, now)
 	require.NoError(t, err)

@@ -1,13 +1,18 @@
 package idemkitcli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/redis/go-redis/v9"
 )
 
 // finding is one result of check: a problem (with its fix) or advice.
@@ -23,19 +28,21 @@ type finding struct {
 var libraryActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"}
 
 func (c *Command) check(ctx context.Context, args []string) error {
-	fs := c.newFlags("check", "check --table T [layout flags] | --redis URL\n\n"+
+	fs := c.newFlags("check", "check --table T [layout flags] | --redis URL | --redis-cluster ADDRS\n\n"+
 		"Verifies a table before use: key schema and types, TTL on the expiry attribute, billing mode,\n"+
-		"point-in-time recovery; prints the IAM policy the function's role needs. On Redis: the eviction policy.\n"+
+		"point-in-time recovery; prints the IAM policy the function's role needs. On Redis: the eviction policy\n"+
+		"(on a Redis Cluster, the cluster's state and the eviction policy of every primary).\n"+
 		"Exit 6 when something must be fixed; each problem is printed with its fix.")
 	var s storeFlags
 	s.register(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	r, err := s.open(ctx)
+	r, err := c.open(ctx, &s)
 	if err != nil {
 		return err
 	}
+	defer func() { _ = r.close() }()
 	var findings []finding
 	switch st := r.(type) {
 	case *dynamoRecords:
@@ -186,22 +193,128 @@ func policy(arn string) string {
 }
 
 func checkRedis(ctx context.Context, r *redisRecords) ([]finding, error) {
+	if r.cluster != nil {
+		return checkRedisCluster(ctx, r)
+	}
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.name(), err)
 	}
 	fs := []finding{{ok: true, what: "server answers"}}
-	cfg, err := r.client.ConfigGet(ctx, "maxmemory-policy").Result()
-	policy := cfg["maxmemory-policy"]
+	p := readPolicy(ctx, r.client)
 	switch {
-	case err != nil || policy == "":
-		fs = append(fs, finding{what: "eviction policy: cannot read it (CONFIG is disabled on many managed services)",
-			fix: "make sure maxmemory-policy is noeviction: every record has a TTL, so even volatile-* policies evict live records"})
-	case policy == "noeviction":
+	case p.err != nil || p.policy == "":
+		fs = append(fs, finding{what: "eviction policy: cannot read it (CONFIG is disabled on many managed services)", fix: noEvictionAdvice})
+	case p.policy == "noeviction":
 		fs = append(fs, finding{ok: true, what: "maxmemory-policy noeviction"})
 	default:
 		fs = append(fs, finding{problem: true,
-			what: fmt.Sprintf("maxmemory-policy %s: under memory pressure Redis evicts records, and evicted keys run again", policy),
+			what: fmt.Sprintf("maxmemory-policy %s: %s", p.policy, evictionHarm),
 			fix:  "redis-cli CONFIG SET maxmemory-policy noeviction (and set it in redis.conf or the service's parameter group)"})
 	}
 	return fs, nil
+}
+
+const (
+	evictionHarm     = "under memory pressure Redis evicts records, and evicted keys run again"
+	noEvictionAdvice = "make sure maxmemory-policy is noeviction: every record has a TTL, so even volatile-* policies evict live records"
+)
+
+// nodePolicy is the eviction policy of one server.
+type nodePolicy struct {
+	addr   string
+	policy string // "" when it cannot be read
+	err    error
+}
+
+// rank orders policies from good to bad: noeviction, unknown, evicting.
+func (p nodePolicy) rank() int {
+	switch {
+	case p.policy == "noeviction":
+		return 0
+	case p.err != nil || p.policy == "":
+		return 1
+	}
+	return 2
+}
+
+func readPolicy(ctx context.Context, client redis.Cmdable) nodePolicy {
+	cfg, err := client.ConfigGet(ctx, "maxmemory-policy").Result()
+	return nodePolicy{policy: cfg["maxmemory-policy"], err: err}
+}
+
+// checkRedisCluster checks the cluster's state, then the eviction policy of
+// every primary (replicas follow their primary's deletions and, by default,
+// ignore maxmemory). One finding lists every primary's policy; its mark is
+// the worst of them.
+func checkRedisCluster(ctx context.Context, r *redisRecords) ([]finding, error) {
+	info, err := r.cluster.ClusterInfo(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.name(), err)
+	}
+	var fs []finding
+	state := clusterInfoField(info, "cluster_state")
+	slots := clusterInfoField(info, "cluster_slots_ok")
+	if state == "ok" {
+		fs = append(fs, finding{ok: true, what: fmt.Sprintf("cluster state ok, %s of 16384 slots served", slots)})
+	} else {
+		fs = append(fs, finding{problem: true,
+			what: fmt.Sprintf("cluster state %q (%s of 16384 slots served): claims of keys in the other slots fail with CLUSTERDOWN", state, slots),
+			fix:  "redis-cli --cluster check HOST:PORT shows what is wrong; redis-cli --cluster fix HOST:PORT assigns the missing slots"})
+	}
+
+	var mu sync.Mutex
+	var nodes []nodePolicy
+	err = r.cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		p := readPolicy(ctx, node)
+		p.addr = node.Options().Addr
+		if perr := node.Ping(ctx).Err(); perr != nil {
+			return fmt.Errorf("primary %s: %w", p.addr, perr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		nodes = append(nodes, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.name(), err)
+	}
+	slices.SortFunc(nodes, func(a, b nodePolicy) int { return cmp.Compare(a.addr, b.addr) })
+	worst := slices.MaxFunc(nodes, func(a, b nodePolicy) int { return cmp.Compare(a.rank(), b.rank()) })
+	var lines, bad []string
+	unknown := 0
+	for _, n := range nodes {
+		policy := n.policy
+		if n.rank() == 1 {
+			unknown++
+			policy = "cannot read it (CONFIG is disabled on many managed services)"
+		}
+		lines = append(lines, fmt.Sprintf("\n       primary %s: %s", n.addr, policy))
+		if n.rank() == 2 {
+			host, port, _ := net.SplitHostPort(n.addr)
+			bad = append(bad, fmt.Sprintf("redis-cli -h %s -p %s CONFIG SET maxmemory-policy noeviction", host, port))
+		}
+	}
+	each := strings.Join(lines, "")
+	f := finding{}
+	switch worst.rank() {
+	case 0:
+		f = finding{ok: true, what: fmt.Sprintf("maxmemory-policy noeviction on all %d primaries:%s", len(nodes), each)}
+	case 1:
+		f = finding{what: fmt.Sprintf("eviction policy: cannot read it on %d of %d primaries:%s", unknown, len(nodes), each), fix: noEvictionAdvice}
+	default:
+		f = finding{problem: true,
+			what: fmt.Sprintf("maxmemory-policy %s on primary %s (%d of %d primaries evict): %s:%s", worst.policy, worst.addr, len(bad), len(nodes), evictionHarm, each),
+			fix:  strings.Join(bad, "; ") + " (and set it in each node's redis.conf or the service's parameter group)"}
+	}
+	return append(fs, f), nil
+}
+
+// clusterInfoField returns a field of CLUSTER INFO's reply.
+func clusterInfoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return "?"
 }

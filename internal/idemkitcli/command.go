@@ -31,6 +31,18 @@ type Command struct {
 	Stdout, Stderr io.Writer
 	// Now is the clock leases and expiries are judged by; nil means time.Now.
 	Now func() time.Time
+
+	// testStore, when set, is the store every command uses instead of the
+	// one its flags name: the seam for tests of the commands' own logic.
+	testStore records
+}
+
+// open connects to the store s names (or returns testStore).
+func (c *Command) open(ctx context.Context, s *storeFlags) (records, error) {
+	if c.testStore != nil {
+		return c.testStore, nil
+	}
+	return s.open(ctx)
 }
 
 func (c *Command) now() time.Time {
@@ -44,16 +56,22 @@ func (c *Command) now() time.Time {
 const usage = `idemkit: find, inspect and safely clear idempotency records, and check a table.
 
 Usage:
-  idemkit id       KEY FLAGS              print the record id of a key
-  idemkit inspect  (--id ID | KEY FLAGS)  show a record (--show-response, --json)
-  idemkit forget   (--id ID | KEY FLAGS)  delete a record so its key runs again (conditional; --force for a live one)
-  idemkit list     --stuck | --in-progress list INPROGRESS records, lapsed leases first (a Scan: costs reads)
-  idemkit check    --table NAME | --redis URL  verify a table or server before use, with the fix for each problem
+  idemkit id       KEY FLAGS                    print the record id of a key
+  idemkit inspect  (--id ID | KEY FLAGS) STORE  show a record (--show-response, --json)
+  idemkit forget   (--id ID | KEY FLAGS) STORE  delete a record so its key runs again (conditional; --force for
+                                                a live one, or one holding finished steps)
+  idemkit list     --stuck | --in-progress STORE [--prefix P]
+                                                list INPROGRESS records (of prefix P), lapsed leases first
+                                                (a Scan: costs reads)
+  idemkit check    STORE                        verify a table, server or cluster before use, with the fix for
+                                                each problem
 
 KEY FLAGS name a record by its raw key, as the wrapper and the adapters derive its id:
   --prefix P --key K [--scope S]                       idempotent.Wrap, sqsbatch, nethttp (S: WithScope's value)
   --prefix P --http-key HEADER --caller KIND [--caller-part X]...   the API Gateway adapter
-The store: --table NAME (DynamoDB, with the dynamostore layout flags) or --redis URL.
+STORE: --table NAME (DynamoDB, with the dynamostore layout flags), --redis URL (one server; a cluster
+node's URL stands for its cluster) or --redis-cluster host:port,host:port,... (a Redis Cluster; also
+go-redis's cluster URL redis://host:port?addr=host2:port2&addr=...).
 Run "idemkit COMMAND --help" for a command's flags. Exit statuses: 0 done, 1 failed, 2 usage,
 3 no such record, 4 corrupt or foreign record, 5 forget refused, 6 check found problems.
 `

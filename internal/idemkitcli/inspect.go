@@ -31,6 +31,11 @@ type view struct {
 	LeaseExpiresAt string `json:"leaseExpiresAt,omitempty"`
 	LeaseLapsed    bool   `json:"leaseLapsed"`
 	Lease          string `json:"lease,omitempty"`
+	// Suspended: the owner gave the record up after a handler error,
+	// keeping its steps (storage.Record.Suspended); the next retry of the
+	// same payload resumes it at once. Its lease end is in the past, but no
+	// owner crashed or overran.
+	Suspended bool `json:"suspended"`
 
 	FingerprintPresent bool `json:"fingerprintPresent"`
 	Version            int  `json:"version"`
@@ -88,7 +93,7 @@ func (c *Command) newView(r records, rec storage.Record, withResponse bool) view
 	v := view{
 		ID: rec.ID, Store: r.name(), Status: string(rec.Status),
 		ExpiresAt: rec.ExpiresAt.UTC().Format(time.RFC3339), Expired: rec.Expired(now),
-		Lease: rec.Lease, FingerprintPresent: rec.Fingerprint != "", Version: rec.Version,
+		Lease: rec.Lease, Suspended: rec.Suspended, FingerprintPresent: rec.Fingerprint != "", Version: rec.Version,
 		Foreign: rec.Version != storage.RecordVersion, ResponseBytes: len(rec.Data),
 	}
 	for _, st := range rec.Steps {
@@ -176,10 +181,14 @@ func (v *view) print(w io.Writer, now time.Time) {
 	}
 	if v.LeaseExpiresAt != "" {
 		end, _ := time.Parse(time.RFC3339Nano, v.LeaseExpiresAt)
-		if v.LeaseLapsed {
+		switch {
+		case v.Suspended:
+			fmt.Fprintf(w, "lease    ended %s (%s ago): SUSPENDED after a handler error, its steps kept (the next retry of the same payload resumes it at once)\n",
+				v.LeaseExpiresAt, round(now.Sub(end)))
+		case v.LeaseLapsed:
 			fmt.Fprintf(w, "lease    ends %s: LAPSED %s ago (its owner crashed or overran; the next retry of the same payload takes it over)\n",
 				v.LeaseExpiresAt, round(now.Sub(end)))
-		} else {
+		default:
 			fmt.Fprintf(w, "lease    ends %s (in %s): the owner may still be running\n", v.LeaseExpiresAt, round(end.Sub(now)))
 		}
 	}
@@ -263,9 +272,10 @@ func (c *Command) read(ctx context.Context, r records, id string, withResponse b
 }
 
 func (c *Command) inspect(ctx context.Context, args []string) error {
-	fs := c.newFlags("inspect", "inspect (--id ID | KEY FLAGS) --table T | --redis URL [--show-response] [--json]\n\n"+
-		"Shows a record: status, lease end and whether it lapsed, expiry and whether TTL would have removed it,\n"+
-		"fingerprint, format version and the stored response's size. Exit 3: no record; 4: corrupt or foreign.")
+	fs := c.newFlags("inspect", "inspect (--id ID | KEY FLAGS) "+storeUsage+" [--show-response] [--json]\n\n"+
+		"Shows a record: status, lease end and whether it lapsed (or the record was suspended after a handler\n"+
+		"error), expiry and whether TTL would have removed it, fingerprint, finished steps, format version and the\n"+
+		"stored response's size. Exit 3: no record; 4: corrupt or foreign.")
 	var k keyFlags
 	k.register(fs, true)
 	var s storeFlags
@@ -280,10 +290,11 @@ func (c *Command) inspect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.open(ctx)
+	r, err := c.open(ctx, &s)
 	if err != nil {
 		return err
 	}
+	defer func() { _ = r.close() }()
 	v, _, err := c.read(ctx, r, id, showResponse)
 	if v.ID == "" {
 		return err
@@ -302,16 +313,19 @@ func (c *Command) inspect(ctx context.Context, args []string) error {
 }
 
 func (c *Command) forget(ctx context.Context, args []string) error {
-	fs := c.newFlags("forget", "forget (--id ID | KEY FLAGS) --table T | --redis URL [--force] [--dry-run]\n\n"+
+	fs := c.newFlags("forget", "forget (--id ID | KEY FLAGS) "+storeUsage+" [--force] [--dry-run]\n\n"+
 		"Deletes a record so its key runs again: the next request or message with it runs the handler.\n"+
 		"The delete is conditioned on the record just read: a record that changed meanwhile is left alone (exit 5).\n"+
-		"A live INPROGRESS record (lease not lapsed) is refused unless --force (exit 5).")
+		"Refused unless --force (exit 5): a live INPROGRESS record (lease not lapsed), and a record holding\n"+
+		"finished steps (the next run would do them again instead of resuming after them).\n"+
+		"Never deletes a record it cannot read (corrupt, or another tool's, such as Powertools': exit 4).")
 	var k keyFlags
 	k.register(fs, true)
 	var s storeFlags
 	s.register(fs)
 	var force, dryRun bool
-	fs.BoolVar(&force, "force", false, "delete a live INPROGRESS record too: its owner may still be running, and a retry would run the handler a second time")
+	fs.BoolVar(&force, "force", false, "delete a live INPROGRESS record, or one holding finished steps, too: its owner may still be running, "+
+		"and a retry would run the handler (and the steps) a second time")
 	fs.BoolVar(&dryRun, "dry-run", false, "show what would be deleted and delete nothing")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -320,10 +334,11 @@ func (c *Command) forget(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.open(ctx)
+	r, err := c.open(ctx, &s)
 	if err != nil {
 		return err
 	}
+	defer func() { _ = r.close() }()
 	v, rec, err := c.read(ctx, r, id, false)
 	if err != nil {
 		if v.ID != "" {
@@ -342,6 +357,18 @@ func (c *Command) forget(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.Stderr, "idemkit: WARNING: forgetting a live INPROGRESS record: its owner may still be running, "+
 			"and a retry now runs the handler a second time alongside it\n")
+	}
+	if len(rec.Steps) > 0 {
+		names := make([]string, len(rec.Steps))
+		for i, st := range rec.Steps {
+			names[i] = st.Name
+		}
+		steps := fmt.Sprintf("%d finished step(s) (%s)", len(names), strings.Join(names, ", "))
+		if !force {
+			return &exitError{code: ExitRefused, err: fmt.Errorf("record %s holds %s: forgetting it throws them away, and the next run "+
+				"does them again (their side effects too) instead of resuming after them. Check what they did, then pass --force", id, steps)}
+		}
+		fmt.Fprintf(c.Stderr, "idemkit: WARNING: throwing away %s: the next run does them again\n", steps)
 	}
 	if dryRun {
 		fmt.Fprintf(c.Stdout, "dry run: would delete %s\n", id)

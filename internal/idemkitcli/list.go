@@ -6,10 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
+
+// ofPrefix reports whether id is one idemkit derives for prefix:
+// prefix#<sha256 hex>. Every id is when prefix is empty.
+func ofPrefix(id, prefix string) bool {
+	if prefix == "" {
+		return true
+	}
+	hash, ok := strings.CutPrefix(id, prefix+"#")
+	return ok && len(hash) == 64 && strings.Trim(hash, "0123456789abcdef") == ""
+}
 
 func errorsIsCorrupt(err error) bool { return errors.Is(err, storage.ErrCorruptRecord) }
 
@@ -20,17 +31,22 @@ type listed struct {
 }
 
 func (c *Command) list(ctx context.Context, args []string) error {
-	fs := c.newFlags("list", "list --stuck | --in-progress --table T | --redis URL [--limit N] [--json]\n\n"+
+	fs := c.newFlags("list", "list --stuck | --in-progress "+storeUsage+" [--prefix P] [--limit N] [--json]\n\n"+
 		"Lists INPROGRESS records, those whose lease lapsed first (oldest lapse first). On DynamoDB this is a\n"+
 		"Scan: it reads, and bills, every item of the table (half a read unit per 4 KB), whatever it lists;\n"+
-		"in the composite key layout a Query of the one partition. On Redis, SCAN walks the whole database.\n"+
+		"in the composite key layout a Query of the one partition. On Redis, SCAN walks the whole database\n"+
+		"(on a Redis Cluster, every primary). --prefix keeps one function's records: on a table shared with\n"+
+		"another tool (Powertools), its records would otherwise show as CORRUPT rows.\n"+
 		"--limit stops the scan once that many records are found. Progress goes to stderr.")
 	var s storeFlags
 	s.register(fs)
 	var stuck, inProgress, asJSON bool
 	var limit int
-	fs.BoolVar(&stuck, "stuck", false, "only INPROGRESS records whose lease has lapsed (owner crashed or overran; not expired)")
+	var prefix string
+	fs.BoolVar(&stuck, "stuck", false, "only INPROGRESS records whose lease has lapsed (owner crashed or overran, or suspended after a handler error; not expired)")
 	fs.BoolVar(&inProgress, "in-progress", false, "every INPROGRESS record, lapsed leases first")
+	fs.StringVar(&prefix, "prefix", "", "only records of this key `prefix` (idempotent.WithPrefix, by default the function's name): ids PREFIX#<64 hex digits>, "+
+		"as idemkit derives them; another tool's records under the same name (Powertools TypeScript's NAME#<base64 MD5>) are left out")
 	fs.IntVar(&limit, "limit", 100, "stop after this many records (0: no limit)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	if err := c.parse(fs, args); err != nil {
@@ -39,21 +55,37 @@ func (c *Command) list(ctx context.Context, args []string) error {
 	if stuck == inProgress {
 		return fmt.Errorf("%w: give --stuck or --in-progress", errUsage)
 	}
-	r, err := s.open(ctx)
+	if strings.Contains(prefix, "#") {
+		return fmt.Errorf("%w: --prefix is the key prefix without the # (ids are PREFIX#sha256)", errUsage)
+	}
+	r, err := c.open(ctx, &s)
 	if err != nil {
 		return err
 	}
+	defer func() { _ = r.close() }()
 	now := c.now()
+	opts := scanOptions{status: storage.StatusInProgress}
+	if prefix != "" {
+		opts.idPrefix = prefix + "#"
+	}
 	fmt.Fprintf(c.Stderr, "idemkit: scanning %s for INPROGRESS records: this reads every item (a Scan), and is billed for it\n", r.name())
 	var found []listed
 	var last scanProgress
-	err = r.scan(ctx, storage.StatusInProgress, func(p scanProgress) {
+	skipped := 0
+	err = r.scan(ctx, opts, func(p scanProgress) {
 		last = p
 		fmt.Fprintf(c.Stderr, "idemkit: page %d: %d items read, %d in progress, %.1f read units\n", p.pages, p.scanned, p.matched, p.readUnits)
 	}, func(rec storage.Record, err error) bool {
+		id := rec.ID
 		if err != nil {
+			id, _ = rawOf(err)
+		}
+		switch {
+		case !ofPrefix(id, prefix):
+			skipped++
+		case err != nil:
 			found = append(found, listed{corrupt: err})
-		} else if !stuck || rec.LeaseExpiresAt.UnixMilli() < now.UnixMilli() && !rec.Expired(now) {
+		case !stuck || rec.LeaseExpiresAt.UnixMilli() < now.UnixMilli() && !rec.Expired(now):
 			found = append(found, listed{rec: rec})
 		}
 		return limit <= 0 || len(found) < limit
@@ -68,7 +100,11 @@ func (c *Command) list(ctx context.Context, args []string) error {
 		}
 		return cmp.Compare(a.rec.LeaseExpiresAt.UnixMilli(), b.rec.LeaseExpiresAt.UnixMilli())
 	})
-	fmt.Fprintf(c.Stderr, "idemkit: done: %d items read in %d pages, %.1f read units; %d listed\n", last.scanned, last.pages, last.readUnits, len(found))
+	other := ""
+	if skipped > 0 {
+		other = fmt.Sprintf(" (%d of other prefixes or tools left out)", skipped)
+	}
+	fmt.Fprintf(c.Stderr, "idemkit: done: %d items read in %d pages, %.1f read units; %d listed%s\n", last.scanned, last.pages, last.readUnits, len(found), other)
 	if asJSON {
 		views := make([]view, 0, len(found))
 		for _, f := range found {
@@ -85,21 +121,23 @@ func (c *Command) list(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.Stdout, "no records found")
 		return nil
 	}
-	fmt.Fprintf(c.Stdout, "%-8s %-26s %-22s %s\n", "LEASE", "LEASE END (UTC)", "EXPIRES (UTC)", "RECORD")
+	fmt.Fprintf(c.Stdout, "%-9s %-26s %-22s %s\n", "LEASE", "LEASE END (UTC)", "EXPIRES (UTC)", "RECORD")
 	for _, f := range found {
 		if f.corrupt != nil {
 			id, _ := rawOf(f.corrupt)
-			fmt.Fprintf(c.Stdout, "%-8s %-26s %-22s %s (%v)\n", "CORRUPT", "-", "-", id, f.corrupt)
+			fmt.Fprintf(c.Stdout, "%-9s %-26s %-22s %s (%v)\n", "CORRUPT", "-", "-", id, f.corrupt)
 			continue
 		}
 		state := "live"
 		switch {
 		case f.rec.Expired(now):
 			state = "expired"
+		case f.rec.Suspended:
+			state = "suspended"
 		case f.rec.LeaseExpiresAt.UnixMilli() < now.UnixMilli():
 			state = "lapsed"
 		}
-		fmt.Fprintf(c.Stdout, "%-8s %-26s %-22s %s\n", state, f.rec.LeaseExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		fmt.Fprintf(c.Stdout, "%-9s %-26s %-22s %s\n", state, f.rec.LeaseExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z"),
 			f.rec.ExpiresAt.UTC().Format(time.RFC3339), f.rec.ID)
 	}
 	return nil

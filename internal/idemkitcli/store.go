@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -21,19 +22,27 @@ import (
 )
 
 // storeFlags select and configure the store: a DynamoDB table (with the
-// layout options of dynamostore.Options) or a Redis server.
+// layout options of dynamostore.Options), a Redis server or a Redis Cluster.
 type storeFlags struct {
-	table       string
-	redisURL    string
-	redisPrefix string
-	layout      dynamostore.Options
+	table        string
+	redisURL     string
+	redisCluster string
+	redisPrefix  string
+	layout       dynamostore.Options
 }
+
+// storeUsage names the store flags, for the commands' usage lines.
+const storeUsage = "--table T | --redis URL | --redis-cluster ADDRS"
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	d := dynamostore.Options{}
 	s.layout = d
 	fs.StringVar(&s.table, "table", "", "DynamoDB `table` name (region, endpoint and credentials from the usual AWS environment)")
-	fs.StringVar(&s.redisURL, "redis", "", "Redis `URL` (redis://host:port/db or rediss://...), instead of --table")
+	fs.StringVar(&s.redisURL, "redis", "", "one Redis server's `URL` (redis://[user:password@]host:port[/db], rediss:// for TLS), instead of --table; "+
+		"a node of a Redis Cluster stands for its whole cluster (as --redis-cluster)")
+	fs.StringVar(&s.redisCluster, "redis-cluster", "", "a Redis Cluster, by the `addresses` of some of its nodes: host:port,host:port,... or "+
+		"go-redis's cluster URL redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3 (rediss:// for TLS); "+
+		"records are read and deleted on the primary that holds their slot, list and check visit every primary")
 	fs.StringVar(&s.redisPrefix, "redis-key-prefix", redisstore.DefaultKeyPrefix, "redisstore Options.KeyPrefix")
 	o := &s.layout
 	fs.StringVar(&o.KeyAttr, "key-attr", "", `dynamostore Options.KeyAttr: the partition key (default "id")`)
@@ -46,15 +55,28 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ValidationAttr, "validation-attr", "", `dynamostore Options.ValidationAttr (default "validation")`)
 	fs.StringVar(&o.DataAttr, "data-attr", "", `dynamostore Options.DataAttr (default "data")`)
 	fs.StringVar(&o.VersionAttr, "version-attr", "", `dynamostore Options.VersionAttr (default "version")`)
+	fs.StringVar(&o.StepsAttr, "steps-attr", "", `dynamostore Options.StepsAttr: the finished steps of an INPROGRESS record (default "steps")`)
+	fs.StringVar(&o.SuspendedAttr, "suspended-attr", "", `dynamostore Options.SuspendedAttr: marks an INPROGRESS record suspended after a handler error (default "suspended")`)
 }
 
 // records is what the commands need of a store.
 type records interface {
 	Get(ctx context.Context, id string) (storage.Record, error)
 	Delete(ctx context.Context, rec storage.Record) error
-	scan(ctx context.Context, status storage.Status, progress func(scanProgress), fn func(storage.Record, error) bool) error
+	scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error
 	// name says which store this is, for messages.
 	name() string
+	// close releases the store's connections.
+	close() error
+}
+
+// scanOptions filter a scan, whatever the store.
+type scanOptions struct {
+	status storage.Status
+	// idPrefix, when set, keeps only records whose id starts with it. The
+	// store may apply it while reading (Redis: SCAN MATCH) or not at all:
+	// the caller filters again.
+	idPrefix string
 }
 
 // scanProgress is a store's scan progress, whatever the store.
@@ -80,43 +102,82 @@ func (d *dynamoRecords) name() string {
 	return fmt.Sprintf("DynamoDB table %s (%s)", d.table, where)
 }
 
-func (d *dynamoRecords) scan(ctx context.Context, status storage.Status, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	return d.Scan(ctx, dynamostore.ScanOptions{Status: status, Progress: func(p dynamostore.ScanProgress) {
+func (d *dynamoRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
+	return d.Scan(ctx, dynamostore.ScanOptions{Status: opts.status, Progress: func(p dynamostore.ScanProgress) {
 		progress(scanProgress{pages: p.Pages, scanned: p.Scanned, matched: p.Matched, readUnits: p.ReadUnits})
 	}}, fn)
 }
 
+func (d *dynamoRecords) close() error { return nil }
+
+// redisRecords is a Redis server, or a Redis Cluster when cluster is set.
 type redisRecords struct {
 	*redisstore.Store
-	client *redis.Client
-	addr   string
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // nil: one server
+	addr    string               // the server's address, or the cluster's seed addresses
 }
 
-func (r *redisRecords) name() string { return "Redis at " + r.addr }
+func (r *redisRecords) name() string {
+	if r.cluster != nil {
+		return "Redis Cluster at " + r.addr
+	}
+	return "Redis at " + r.addr
+}
 
-func (r *redisRecords) scan(ctx context.Context, status storage.Status, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	return r.Scan(ctx, redisstore.ScanOptions{Status: status, Progress: func(p redisstore.ScanProgress) {
+func (r *redisRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
+	return r.Scan(ctx, redisstore.ScanOptions{Status: opts.status, IDPrefix: opts.idPrefix, Progress: func(p redisstore.ScanProgress) {
 		progress(scanProgress{pages: p.Pages, scanned: p.Scanned, matched: p.Matched})
 	}}, fn)
 }
 
+func (r *redisRecords) close() error { return r.client.Close() }
+
 // errUsage marks a usage error (exit status 2).
 var errUsage = errors.New("usage")
 
-// open connects to the store the flags select.
+// open connects to the store the flags select. The caller closes it.
 func (s *storeFlags) open(ctx context.Context) (records, error) {
+	named := 0
+	for _, set := range []bool{s.table != "", s.redisURL != "", s.redisCluster != ""} {
+		if set {
+			named++
+		}
+	}
 	switch {
-	case s.table != "" && s.redisURL != "":
-		return nil, fmt.Errorf("%w: give --table or --redis, not both", errUsage)
+	case named > 1:
+		return nil, fmt.Errorf("%w: give only one of --table, --redis and --redis-cluster", errUsage)
 	case s.redisURL != "":
 		opts, err := redis.ParseURL(s.redisURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --redis: %w", errUsage, err)
 		}
-		client := redis.NewClient(opts)
-		prefix := s.redisPrefix
-		return &redisRecords{Store: redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix }),
-			client: client, addr: opts.Addr}, nil
+		// Asked on database 0: a cluster node refuses SELECT.
+		probeOpts := *opts
+		probeOpts.DB = 0
+		probe := redis.NewClient(&probeOpts)
+		clustered, err := isClusterNode(ctx, probe)
+		_ = probe.Close()
+		if err != nil {
+			return nil, storeError(&redisRecords{addr: opts.Addr}, err)
+		}
+		if !clustered {
+			return s.redis(redis.NewClient(opts), nil, opts.Addr), nil
+		}
+		// A node of a Redis Cluster holds only its own slots' records: the
+		// commands need the whole cluster, which the node leads to.
+		if opts.DB != 0 {
+			return nil, fmt.Errorf("%w: --redis: %s is a node of a Redis Cluster, which has database 0 only (the URL names database %d)", errUsage, opts.Addr, opts.DB)
+		}
+		cluster := redis.NewClusterClient(clusterOptions(opts))
+		return s.redis(cluster, cluster, opts.Addr), nil
+	case s.redisCluster != "":
+		opts, err := parseCluster(s.redisCluster)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --redis-cluster: %w", errUsage, err)
+		}
+		cluster := redis.NewClusterClient(opts)
+		return s.redis(cluster, cluster, strings.Join(opts.Addrs, ",")), nil
 	case s.table != "":
 		client, region, endpoint, err := dynamoClient(ctx)
 		if err != nil {
@@ -129,8 +190,63 @@ func (s *storeFlags) open(ctx context.Context) (records, error) {
 		}
 		return &dynamoRecords{Store: store, client: client, table: s.table, region: region, endpoint: endpoint}, nil
 	default:
-		return nil, fmt.Errorf("%w: name the store: --table NAME (DynamoDB) or --redis URL", errUsage)
+		return nil, fmt.Errorf("%w: name the store: --table NAME (DynamoDB), --redis URL or --redis-cluster ADDRS", errUsage)
 	}
+}
+
+func (s *storeFlags) redis(client redis.UniversalClient, cluster *redis.ClusterClient, addr string) *redisRecords {
+	prefix := s.redisPrefix
+	return &redisRecords{Store: redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix }),
+		client: client, cluster: cluster, addr: addr}
+}
+
+// isClusterNode reports whether the server client talks to is a node of a
+// Redis Cluster (INFO cluster says cluster_enabled:1). A server that refuses
+// INFO (some managed services rename it) is taken for a single server.
+func isClusterNode(ctx context.Context, client redis.UniversalClient) (bool, error) {
+	info, err := client.Info(ctx, "cluster").Result()
+	var replyErr redis.Error
+	switch {
+	case errors.As(err, &replyErr):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if strings.TrimSpace(line) == "cluster_enabled:1" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// clusterOptions turns one node's connection options into a cluster
+// client's, seeded with that node.
+func clusterOptions(o *redis.Options) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs: []string{o.Addr}, ClientName: o.ClientName, Protocol: o.Protocol,
+		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff, MaxRetryBackoff: o.MaxRetryBackoff,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize: o.PoolSize, PoolTimeout: o.PoolTimeout,
+	}
+}
+
+// parseCluster reads --redis-cluster: go-redis's cluster URL
+// (redis.ParseClusterURL), or host:port addresses separated by commas.
+func parseCluster(v string) (*redis.ClusterOptions, error) {
+	if strings.Contains(v, "://") {
+		return redis.ParseClusterURL(v)
+	}
+	var addrs []string
+	for _, a := range strings.Split(v, ",") {
+		a = strings.TrimSpace(a)
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, fmt.Errorf("%q is not host:port (give host:port,host:port,... or a redis:// URL)", a)
+		}
+		addrs = append(addrs, a)
+	}
+	return &redis.ClusterOptions{Addrs: addrs}, nil
 }
 
 // newDynamoStore builds the store, turning dynamostore.New's panic on a bad
@@ -154,6 +270,7 @@ func mergeLayout(def, set dynamostore.Options) dynamostore.Options {
 		{&def.StatusAttr, &set.StatusAttr}, {&def.ExpirationAttr, &set.ExpirationAttr},
 		{&def.InProgressExpirationAttr, &set.InProgressExpirationAttr}, {&def.LeaseAttr, &set.LeaseAttr},
 		{&def.ValidationAttr, &set.ValidationAttr}, {&def.DataAttr, &set.DataAttr}, {&def.VersionAttr, &set.VersionAttr},
+		{&def.StepsAttr, &set.StepsAttr}, {&def.SuspendedAttr, &set.SuspendedAttr},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src

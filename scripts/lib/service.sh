@@ -1,11 +1,14 @@
 # shellcheck shell=bash
-# Shared by scripts/with-dynamodb.sh and scripts/with-redis.sh: start one local server on a free loopback port,
-# run a command beside it, and always stop the server again (normal exit, failing command, Ctrl-C, kill).
+# Shared by scripts/with-dynamodb.sh and scripts/with-redis.sh: start local servers on free loopback ports (one,
+# or several, as the nodes of a Redis Cluster), run a command beside them, and always stop every server again
+# (normal exit, failing command, Ctrl-C, kill).
 # Sourced, not executed. Plain bash (3.2 on macOS too): no python, no curl, no netcat.
 
 SVC_NAME=${SVC_NAME:-service}
-SVC_PID=""   # the server we started
-SVC_TMP=""   # its temp dir (log, data dir)
+SVC_PID=""   # the server being started (svc_start_with_retries)
+SVC_PIDS=""  # every server started and answering, space-separated: svc_cleanup stops them all
+SVC_TMP=""   # their temp dir (logs, data dirs)
+SVC_LOG=""   # the log of the server being started; empty: $SVC_TMP/server.log
 CMD_PID=""   # the command we run beside it
 SVC_SIGNAL="" # the last signal we received while the command ran
 SVC_GOT_SIGNAL=0
@@ -32,21 +35,31 @@ svc_free_port() {
   return 1
 }
 
-# svc_stop_server stops the server by PID: TERM, up to 10 s to shut down, then KILL.
+# svc_stop_server stops every server we started, by PID: TERM, up to 10 s to shut down, then KILL.
 svc_stop_server() {
-  local pid=$SVC_PID
+  local pids="" pid
+  for pid in $SVC_PIDS $SVC_PID; do
+    case " $pids " in *" $pid "*) ;; *) pids="$pids $pid" ;; esac
+  done
   SVC_PID=""
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || true
+  SVC_PIDS=""
+  [ -n "$pids" ] || return 0
+  for pid in $pids; do kill -TERM "$pid" 2>/dev/null || true; done
   for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
+    local alive=""
+    for pid in $pids; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+    done
+    [ -n "$alive" ] || break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    svc_say "$SVC_NAME (pid $pid) ignored SIGTERM; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
+  for pid in $pids; do
+    if kill -0 "$pid" 2>/dev/null; then
+      svc_say "$SVC_NAME (pid $pid) ignored SIGTERM; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
 }
 
 svc_cleanup() {
@@ -79,25 +92,32 @@ svc_install_traps() {
   trap 'svc_on_signal HUP' HUP
 }
 
-# svc_log_tail prints the end of the server's log, for a start-up failure.
+# svc_log prints the path of the log of the server being started: SVC_LOG, or $SVC_TMP/server.log.
+svc_log() { printf '%s\n' "${SVC_LOG:-$SVC_TMP/server.log}"; }
+
+# svc_log_tail prints the end of the server's log (svc_log), for a start-up failure.
 svc_log_tail() {
-  svc_say "last lines of the $SVC_NAME log:"
-  tail -n 30 "$SVC_TMP/server.log" >&2 || true
+  svc_say "last lines of the $SVC_NAME log ($(svc_log)):"
+  tail -n 30 "$(svc_log)" >&2 || true
 }
 
 # svc_start_with_retries START READY: START PORT launches the server in the background (its output going
-# to $SVC_TMP/server.log) and sets SVC_PID; READY PORT succeeds once it answers. Waits up to
+# to the log svc_log names) and sets SVC_PID; READY PORT succeeds once it answers. Waits up to
 # IDEMKIT_START_TIMEOUT seconds (default 60); a server that dies at start-up (a lost port race) is retried on
-# another port, twice. Sets SVC_PORT.
+# another port, twice. Sets SVC_PORT, and adds SVC_PID to SVC_PIDS once the server answers. Call it once per
+# server: every server it started is stopped at exit.
 svc_start_with_retries() {
   local start=$1 ready=$2 attempt deadline
   for attempt in 1 2 3; do
     svc_free_port || return 1
-    : >"$SVC_TMP/server.log"
+    : >"$(svc_log)"
     "$start" "$SVC_PORT"
     deadline=$((SECONDS + ${IDEMKIT_START_TIMEOUT:-60}))
     while :; do
-      if "$ready" "$SVC_PORT"; then return 0; fi
+      if "$ready" "$SVC_PORT"; then
+        SVC_PIDS="$SVC_PIDS $SVC_PID"
+        return 0
+      fi
       if ! kill -0 "$SVC_PID" 2>/dev/null; then
         wait "$SVC_PID" 2>/dev/null || true
         SVC_PID=""
