@@ -111,3 +111,22 @@ func TestBinariesDoNotLinkTesting(t *testing.T) {
 		}
 	}
 }
+
+// TestStoresImportOnlyStorage keeps the stores on the implementer's side of
+// the split (as drivers know only database/sql/driver): no store imports the
+// front-door package idempotent.
+func TestStoresImportOnlyStorage(t *testing.T) {
+	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/storetest"} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == "github.com/idemkit/idemkit/idempotent" {
+				t.Errorf("%s imports package idempotent; use idempotent/storage", pkg)
+			}
+		}
+	}
+}
