@@ -400,7 +400,7 @@ func TestMakeTargetsParse(t *testing.T) {
 // keeps the first kind honest.
 var logAttributes = []string{
 	// idempotent's outcome line, and the adapters' lines
-	"msg", "level", "time", "outcome", "record_id", "handler_ran", "took_over", "duration", "error",
+	"msg", "level", "time", "outcome", "record_id", "handler_ran", "took_over", "resumed", "duration", "error",
 	"message_id", "panic", "stack", "method",
 }
 
@@ -470,7 +470,7 @@ func outcomeNames() []string {
 // the code (a quoted name in a log call), so the queries stay true.
 func TestLogAttributesExist(t *testing.T) {
 	var src strings.Builder
-	for _, dir := range []string{"idempotent", "idempotent/apigateway", "idempotent/sqsbatch"} {
+	for _, dir := range []string{"idempotent", "idempotent/apigateway", "idempotent/nethttp", "idempotent/sqsbatch"} {
 		files, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
