@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -98,16 +99,8 @@ func TestLibraryModuleIsLean(t *testing.T) {
 func TestBinariesDoNotLinkTesting(t *testing.T) {
 	for _, pkg := range []string{"./cmd/demo", "./cmd/idemkit", "./functions/payments/cmd/bootstrap",
 		"./functions/payments/cmd/url", "./functions/orders/cmd/bootstrap"} {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
-			if dep == "testing" {
-				t.Errorf("%s links package testing", pkg)
-			}
+		if slices.Contains(deps(t, pkg), "testing") {
+			t.Errorf("%s links package testing", pkg)
 		}
 	}
 }
@@ -117,16 +110,20 @@ func TestBinariesDoNotLinkTesting(t *testing.T) {
 // front-door package idempotent.
 func TestStoresImportOnlyStorage(t *testing.T) {
 	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/storetest"} {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
-			if dep == "github.com/idemkit/idemkit/idempotent" {
-				t.Errorf("%s imports package idempotent; use idempotent/storage", pkg)
-			}
+		if slices.Contains(deps(t, pkg), "github.com/idemkit/idemkit/idempotent") {
+			t.Errorf("%s imports package idempotent; use idempotent/storage", pkg)
 		}
 	}
+}
+
+// deps lists the packages pkg depends on, itself included (go list -deps).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
 }
