@@ -48,34 +48,28 @@ func (e *NotStoredError) Error() string {
 	return fmt.Sprintf("idempotent: status %d is not stored", e.Status)
 }
 
-// Encode serializes a stored form for the record: byte for byte what
-// json.Marshal writes for r (the stored format), written by hand in one
-// allocation because it runs on every first run.
+// Encode serializes a stored form for the record: json.Marshal's bytes are
+// the stored format.
 func Encode(r *Response) ([]byte, error) {
-	if r == nil {
-		return []byte("null"), nil // as json.Marshal
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("idempotent: encode the response: %w", err)
 	}
-	return appendResponse(make([]byte, 0, encodedLen(r)), r), nil
+	return raw, nil
 }
 
-// Decode reads a stored form before it is replayed, with json.Unmarshal's
-// result: the shape Encode writes is read by hand (it runs on every
-// replay), anything else by json.Unmarshal itself, so a record written by
-// hand or by another version decodes, or is refused, as it always was. A
-// status no front door ever stores means the record is not an HTTP front
-// door's, or is damaged: replaying it would answer garbage.
+// Decode reads a stored form before it is replayed. A status no front door
+// ever stores means the record is not an HTTP front door's, or is damaged:
+// replaying it would answer garbage.
 func Decode(raw []byte) (*Response, error) {
-	r, ok := parseStoredForm(raw)
-	if !ok {
-		r = new(Response)
-		if err := json.Unmarshal(raw, r); err != nil {
-			return nil, err
-		}
+	var r Response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
 	}
 	if !Storable(r.StatusCode) {
 		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
 	}
-	return r, nil
+	return &r, nil
 }
 
 // Filter decides which response headers are stored and replayed. Build it

@@ -30,16 +30,6 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeWork is Encode's work without its allocation: the sizing
-// pass and the writing pass, into a buffer kept from run to run.
-func BenchmarkEncodeWork(b *testing.B) {
-	r := benchStoredResponse()
-	buf := make([]byte, 0, encodedLen(r))
-	for b.Loop() {
-		buf = appendResponse(buf[:0:encodedLen(r)], r)
-	}
-}
-
 // BenchmarkDecode decodes the typical response's record, as a replay does.
 func BenchmarkDecode(b *testing.B) {
 	raw, err := Encode(benchStoredResponse())

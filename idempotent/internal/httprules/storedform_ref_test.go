@@ -1,36 +1,11 @@
 package httprules
 
-// The first implementations of Encode, Decode and Filter.Stored, kept as
-// the references the hand-written ones must equal (storedform_test.go).
+// The first implementation of Filter.Stored, kept as the reference the
+// hand-written one must equal (storedform_test.go).
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 )
-
-// referenceEncode is Encode as it was: json.Marshal, whose bytes are the
-// stored format.
-func referenceEncode(r *Response) ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("idempotent: encode the response: %w", err)
-	}
-	return raw, nil
-}
-
-// referenceDecode is Decode as it was: json.Unmarshal, then the Storable
-// check.
-func referenceDecode(raw []byte) (*Response, error) {
-	var r Response
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
-	}
-	if !Storable(r.StatusCode) {
-		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
-	}
-	return &r, nil
-}
 
 // referenceStored is Filter.Stored as it was: every name lower-cased with
 // strings.ToLower, the Connection-listed set always built.
