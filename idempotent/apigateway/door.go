@@ -44,9 +44,9 @@ type door[Req, Resp any] struct {
 
 // payload is one payload format version's translations.
 type payload[Req, Resp any] struct {
-	// request is the event as an HTTP request, with ctx, made of parts;
-	// errNoMethod if the event has no method.
-	request func(ctx context.Context, ev *Req, parts *requestParts) (*http.Request, error)
+	// request is the event as an HTTP request, with ctx; errNoMethod if
+	// the event has no method.
+	request func(ctx context.Context, ev *Req) (*http.Request, error)
 	// write writes the handler's response to w, for the record.
 	write func(w http.ResponseWriter, out *Resp)
 	// response is an answer of the middleware (a problem, a replay) as the
@@ -79,8 +79,7 @@ type invocation[Req, Resp any] struct {
 	running bool // the handler is running: a panic now is its own
 	done    bool // the handler returned a response and no error: out is its client's answer
 
-	parts requestParts // of the HTTP request
-	rec   recorder     // what the middleware answers
+	rec recorder // what the middleware answers
 }
 
 type invocationKey struct{}
@@ -97,7 +96,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 			out = d.recovered(ctx, inv, v)
 		}
 	}()
-	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), ev, &inv.parts)
+	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), ev)
 	if err != nil {
 		d.core.Logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
@@ -183,27 +182,13 @@ func (d *door[Req, Resp]) scope(r *http.Request) (string, error) {
 // it needs an Idempotency-Key cannot be told.
 var errNoMethod = &httprules.RequestError{Reason: "the event carries no HTTP method: it is not an API Gateway proxy request of the payload format version this function expects"}
 
-// requestParts are the parts of an event's HTTP request that live as long
-// as its invocation.
-type requestParts struct {
-	url  url.URL
-	body bodyReader
-}
-
-// bodyReader is a request body read from a string.
-type bodyReader struct{ strings.Reader }
-
-// Close does nothing.
-func (*bodyReader) Close() error { return nil }
-
-// newRequest is the HTTP request of an event, made of parts: path as called
-// (its escaped form, for the fingerprint, is path itself when path is a
-// valid escaped path), raw query, header, body (decoded when base64; a body
-// that does not decode, which API Gateway never sends, is taken as it is,
-// and the handler decides what to answer), with ctx.
-func newRequest(ctx context.Context, parts *requestParts, method, path, query string, header http.Header, body string, b64 bool) *http.Request {
-	u := &parts.url
-	u.Path, u.RawQuery = path, query
+// newRequest is the HTTP request of an event: path as called (its escaped
+// form, for the fingerprint, is path itself when path is a valid escaped
+// path), raw query, header, body (decoded when base64; a body that does not
+// decode, which API Gateway never sends, is taken as it is, and the handler
+// decides what to answer), with ctx.
+func newRequest(ctx context.Context, method, path, query string, header http.Header, body string, b64 bool) *http.Request {
+	u := &url.URL{Path: path, RawQuery: query}
 	if p, err := url.PathUnescape(path); err == nil && p != path {
 		u.Path, u.RawPath = p, path
 	}
@@ -215,8 +200,7 @@ func newRequest(ctx context.Context, parts *requestParts, method, path, query st
 		}
 	}
 	if body != "" {
-		parts.body.Reset(body)
-		r.Body, r.ContentLength = &parts.body, int64(len(body))
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
 	}
 	return r.WithContext(ctx)
 }
@@ -224,18 +208,14 @@ func newRequest(ctx context.Context, parts *requestParts, method, path, query st
 // addSingle adds an event's single-value headers to h under their
 // canonical names, none of which h holds yet.
 func addSingle(h http.Header, m map[string]string) {
-	values := make([]string, len(m)) // one slice for all
 	clash := false
-	i := 0
 	for k, v := range m {
 		ck := http.CanonicalHeaderKey(k)
 		if _, ok := h[ck]; ok {
 			clash = true
 			continue
 		}
-		values[i] = v
-		h[ck] = values[i : i+1 : i+1]
-		i++
+		h[ck] = []string{v}
 	}
 	if clash {
 		mergeSorted(h, m, func(v string) []string { return []string{v} })

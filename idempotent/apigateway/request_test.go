@@ -70,7 +70,7 @@ func TestRequestV1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := requestV1(context.Background(), &tt.ev, new(requestParts))
+			r, err := requestV1(context.Background(), &tt.ev)
 			scope, _ := callerV1(&tt.ev)
 			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})
@@ -112,7 +112,7 @@ func TestRequestV2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := requestV2(context.Background(), &tt.ev, new(requestParts))
+			r, err := requestV2(context.Background(), &tt.ev)
 			scope, _ := callerV2(&tt.ev)
 			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})

@@ -36,7 +36,7 @@ func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 // the request context when the event's own are empty), query parameters
 // (the multi-value ones when there are any), and headers (the multi-value
 // ones, and those only the single-value map holds).
-func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest, parts *requestParts) (*http.Request, error) {
+func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest) (*http.Request, error) {
 	method := ev.HTTPMethod
 	if method == "" {
 		method = ev.RequestContext.HTTPMethod
@@ -59,7 +59,7 @@ func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest, parts *re
 		}
 		query = values.Encode()
 	}
-	r := newRequest(ctx, parts, method, path, query, headerV1(ev.Headers, ev.MultiValueHeaders), ev.Body, ev.IsBase64Encoded)
+	r := newRequest(ctx, method, path, query, headerV1(ev.Headers, ev.MultiValueHeaders), ev.Body, ev.IsBase64Encoded)
 	r.Host, r.RemoteAddr = ev.RequestContext.DomainName, ev.RequestContext.Identity.SourceIP
 	return r, nil
 }
