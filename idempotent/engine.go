@@ -49,6 +49,7 @@ type Engine struct {
 	cfg   config
 	store storage.Store
 	steps storage.StepStore                  // store, when it records steps; else nil
+	txs   storage.TxStore                    // store, when it commits handlers' writes; else nil
 	cache *lru.Cache[string, storage.Record] // nil without WithLocalCache
 
 	mu      sync.Mutex
@@ -135,6 +136,7 @@ func New(store storage.Store, opts ...Option) *Engine {
 	}
 	e := &Engine{cfg: defaultConfig(), store: store}
 	e.steps, _ = store.(storage.StepStore)
+	e.txs, _ = store.(storage.TxStore)
 	for _, opt := range opts {
 		opt(&e.cfg)
 	}
@@ -284,9 +286,31 @@ func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
 }
 
 func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (Result, error) {
-	data, err := r.run(ctx)
+	rctx, txr := e.withTx(ctx, "", "")
+	data, err := r.run(rctx)
+	if tx := txr.end(); tx != nil {
+		// No record to complete: the handler's writes commit alone, and a
+		// caller whose writes did not commit gets no success.
+		if err != nil {
+			err = errors.Join(err, e.rollback(ctx, tx))
+		} else if cerr := e.commitAlone(ctx, tx); cerr != nil {
+			e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: cerr})
+			return Result{}, cerr
+		}
+	}
 	e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
 	return Result{Response: data, Ran: true}, err
+}
+
+// commitAlone commits the writes of a run without a record.
+func (e *Engine) commitAlone(ctx context.Context, tx storage.Tx) error {
+	fctx, cancel := finishContext(ctx)
+	defer cancel()
+	err := tx.Commit(fctx, storage.Record{})
+	if err != nil && !errors.Is(err, storage.ErrTxAborted) {
+		return fmt.Errorf("%w: commit the handler's writes: %w", ErrStore, err)
+	}
+	return err
 }
 
 // claimAndRun claims id and runs the work, or answers from the record that
@@ -457,7 +481,8 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// invocation that ended meanwhile) gives the key back unrun.
 	ictx := &invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
 		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}
-	wctx, cancel := context.WithDeadlineCause(ictx, workDeadline, errLeaseEnding)
+	rctx, txr := e.withTx(ictx, rec.ID, rec.Lease)
+	wctx, cancel := context.WithDeadlineCause(rctx, workDeadline, errLeaseEnding)
 	if werr := wctx.Err(); werr != nil {
 		cancel()
 		ev := Event{Outcome: OutcomeStoreError, RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed,
@@ -473,12 +498,14 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		// unsettled: panics are recovered by call. Give the key back.
 		if !settled {
 			ictx.steps.end()
+			_ = e.rollback(ctx, txr.end())
 			_ = e.giveBack(ctx, rec, &ictx.steps)
 		}
 	}()
 	data, p, err := call(wctx, j.r)
 	settled = true
 	cancel()
+	tx := txr.end()
 	// A run that succeeded without taking a step its record held took a
 	// different path, or the step was renamed or removed by a deployment
 	// since it ran: say so, since a renamed step ran again.
@@ -497,6 +524,9 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 			// The re-panic below starts a new stack; keep the original one.
 			e.Logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked", logAttrs(ctx, []slog.Attr{
 				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack))})...)
+		}
+		if rerr := e.rollback(ctx, tx); rerr != nil {
+			ev.Err = errors.Join(ev.Err, rerr)
 		}
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
@@ -524,11 +554,14 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		finishStart = time.Now()
 	}
 
-	cerr := e.completeRecord(ctx, done, finishStart)
+	cerr := e.completeRecord(ctx, done, finishStart, tx)
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
-		cerr = e.completeRecord(ctx, done, time.Now())
+		cerr = e.completeRecord(ctx, done, time.Now(), tx)
+	}
+	if tx != nil && cerr != nil {
+		return e.uncommitted(ctx, j, rec, &ictx.steps, tx, ev, cerr)
 	}
 	switch {
 	case cerr != nil:
@@ -627,17 +660,59 @@ func finishContextAt(ctx context.Context, now time.Time) (context.Context, conte
 }
 
 // completeRecord stores rec, with a finish context from start (a reading of
-// the real clock).
-func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time) error {
+// the real clock): with the handler's writes when the run began a
+// transaction, else alone.
+func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start time.Time, tx storage.Tx) error {
 	fctx, cancel := finishContextAt(ctx, start)
 	defer cancel()
-	if err := e.store.Complete(fctx, rec); err != nil {
-		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) {
+	var err error
+	if tx != nil {
+		err = tx.Commit(fctx, rec)
+	} else {
+		err = e.store.Complete(fctx, rec)
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) || errors.Is(err, storage.ErrTxAborted) {
 			return err
 		}
 		return fmt.Errorf("%w: complete: %w", ErrStore, err)
 	}
 	return nil
+}
+
+// uncommitted settles a run whose transaction did not commit (cerr), so the
+// caller gets what a retry would get and never a success whose writes are not
+// in the database:
+//   - the handler's writes were refused (storage.ErrTxAborted): nothing
+//     committed; the record is given back as after a handler error and the
+//     caller gets cerr, which says which write failed;
+//   - the lease was lost: the new owner's writes are the only ones; the caller
+//     gets ErrInProgress, as a retry would until the new owner completes;
+//   - the store failed: whether the commit landed is unknown, so the record
+//     is left to its lease (a retry then replays what committed, or takes
+//     over and runs again if nothing did); the caller gets ErrStore.
+func (e *Engine) uncommitted(ctx context.Context, j *job, rec storage.Record, steps *stepLog, tx storage.Tx, ev Event, cerr error) (Result, error) {
+	ev.Err = cerr
+	err := cerr
+	switch {
+	case errors.Is(cerr, storage.ErrTxAborted):
+		ev.Outcome = OutcomeHandlerError
+		if rerr := e.rollback(ctx, tx); rerr != nil {
+			ev.Err = errors.Join(ev.Err, rerr)
+		}
+		if rerr := e.giveBack(ctx, rec, steps); rerr != nil {
+			ev.Outcome, ev.Err = outcomeOfFinish(rerr), errors.Join(ev.Err, rerr)
+		}
+	case errors.Is(cerr, storage.ErrLeaseLost):
+		ev.Outcome = OutcomeLeaseLost
+		err = fmt.Errorf("%w: the lease was lost before the handler's writes committed; nothing of this run committed: %w", ErrInProgress, cerr)
+		_ = e.rollback(ctx, tx)
+	default:
+		ev.Outcome = OutcomeStoreError
+		_ = e.rollback(ctx, tx)
+	}
+	e.finish(ctx, j.start, ev)
+	return Result{}, err
 }
 
 // giveBack undoes a claim whose work did not finish: it deletes the record,

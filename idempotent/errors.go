@@ -42,8 +42,11 @@ var (
 	ErrResponseEncoding = errors.New("idempotent: response cannot be serialized")
 
 	// ErrStore: the store failed (throttled, unavailable, timed out, or the
-	// request context ended). When returned, the handler did not run.
-	// Retryable.
+	// request context ended). When returned, the handler did not run, or
+	// (with a transaction, see ErrTxAborted) it ran and the commit of its
+	// writes failed with an unknown outcome: the record then stays in progress
+	// until its lease ends, and a retry replays what committed or, if nothing
+	// did, runs the handler again. Retryable.
 	ErrStore = errors.New("idempotent: store failed")
 
 	// ErrCorruptRecord: a stored record cannot be decoded or is of an unknown
@@ -51,4 +54,19 @@ var (
 	// It is storage.ErrCorruptRecord, which stores return, under the name
 	// callers use (as os.ErrNotExist is fs.ErrNotExist).
 	ErrCorruptRecord = storage.ErrCorruptRecord
+
+	// ErrTxAborted: the handler succeeded, but the writes it added to its
+	// store's transaction (dynamostore.Transaction) could not commit — a
+	// condition of theirs failed — so nothing committed, neither the writes
+	// nor the completion, and the record was released as after a handler
+	// error. The store's error, wrapped with it, names the write and the
+	// reason. A retry runs the handler again. It is storage.ErrTxAborted.
+	// See docs/transactions.md.
+	ErrTxAborted = storage.ErrTxAborted
+
+	// ErrNoTx: a handler asked for a transaction where there is none: with a
+	// store that does not commit handlers' writes, inside a Step's function,
+	// or after the handler returned. Nothing was added. A programmer error.
+	// It is storage.ErrNoTx.
+	ErrNoTx = storage.ErrNoTx
 )
