@@ -10,13 +10,16 @@
 //			return nil
 //		}
 //		return sendReceipt(ctx, *c.NewImage, idempotent.DownstreamKey(ctx))
-//	}))
+//	}, ddbstreams.WithKey(func(c ddbstreams.Change[Payment]) (string, error) {
+//		return c.Key.PaymentID, nil
+//	})))
 //
 // Each record runs through the idempotent.Engine given to Wrap, one Do call
 // per record, under its own key: by default its event ID, which stays the
 // same when Lambda delivers the record again. WithKey keys it on the item
-// instead (a payment ID), to run the handler once per item, whatever changes
-// follow: the later changes are then duplicates, done without running it.
+// instead (a payment ID, from Change.Key), to run the handler once per item,
+// whatever changes follow: the later changes are then duplicates, done
+// without running it.
 //
 // There is no payload validation by default, unlike the queue and Kafka
 // sources: later changes of one item differ by nature, and validating them

@@ -30,7 +30,10 @@ const (
 type Change[T any] struct {
 	// EventName is Insert, Modify or Remove.
 	EventName string
-	// Keys is the primary key of the changed item.
+	// Key is the primary key of the changed item decoded into T: its key
+	// fields are set, the others zero.
+	Key T
+	// Keys holds the primary key's attributes as the SDK's types.
 	Keys map[string]types.AttributeValue
 	// OldImage is the item before the change, NewImage after it; nil when
 	// the record carries none (an INSERT has no old image, a REMOVE no new
@@ -154,6 +157,9 @@ func decode[T any](r *events.DynamoDBEventRecord) (Change[T], error) {
 	var err error
 	if c.Keys, err = AttributeValues(r.Change.Keys); err != nil {
 		return c, fmt.Errorf("%w: keys: %w", errInvalidRecord, err)
+	}
+	if err := attributevalue.UnmarshalMap(c.Keys, &c.Key); err != nil {
+		return c, fmt.Errorf("%w: keys: %w", errInvalidRecord, describe(err))
 	}
 	if c.OldImage, err = image[T](r.Change.OldImage); err != nil {
 		return c, fmt.Errorf("%w: old image: %w", errInvalidImage, err)

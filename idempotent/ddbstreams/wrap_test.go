@@ -64,11 +64,7 @@ func receipts(e *idempotent.Engine, rec *batchtest.Recorder, opts ...ddbstreams.
 		}
 		return rec.Call(c.NewImage.PaymentID)
 	}, append([]ddbstreams.Option[payment]{ddbstreams.WithKey(func(c ddbstreams.Change[payment]) (string, error) {
-		id, _ := c.Keys["paymentId"].(*types.AttributeValueMemberS)
-		if id == nil {
-			return "", nil
-		}
-		return "receipt/" + id.Value, nil
+		return "receipt/" + c.Key.PaymentID, nil
 	})}, opts...)...)
 }
 
@@ -93,6 +89,7 @@ func TestChangeDecoded(t *testing.T) {
 	assert.Equal(t, "refunded", got[2].NewImage.Status)
 	assert.Equal(t, &types.AttributeValueMemberS{Value: "pay_01JH8Z3Q4M5N6P7R8S9T0V1W2X"}, got[2].Keys["paymentId"])
 	assert.Equal(t, ev.Records[2].Change.SequenceNumber, got[2].SequenceNumber)
+	assert.Equal(t, payment{PaymentID: "pay_01JH8Z3Q4M5N6P7R8S9T0V1W2X"}, got[2].Key, "only the key fields")
 }
 
 // TestReceipts: one receipt per payment; a failure in the middle is the

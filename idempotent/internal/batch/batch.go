@@ -27,9 +27,10 @@ type Source[R, T any] struct {
 	Handle func(context.Context, T) error
 	// Decode turns a raw record into the handler's value.
 	Decode func(*R) (T, error)
-	// Key is the default key; Payload the default payload (nil: no payload
-	// validation by default).
-	Key     func(*R, T) (string, error)
+	// Key is the default key.
+	Key func(*R, T) (string, error)
+	// Payload is the default payload (nil: no payload validation by
+	// default).
 	Payload func(*R, T) (any, error)
 	// Attrs are the log attributes that name a record (its message ID,
 	// sequence number, ...), on this package's lines and the Engine's.
@@ -109,6 +110,7 @@ func (s Status) String() string {
 
 // Result is the outcome of one record.
 type Result struct {
+	// Status is what became of the record.
 	Status Status
 	// Ran reports that the handler ran for this record in this invocation.
 	Ran bool

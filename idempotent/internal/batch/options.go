@@ -7,7 +7,8 @@ type Options[R, T any] struct {
 	Key func(*R, T) (string, error)
 	// Payload is what a duplicate must repeat; nil: the source's default,
 	// unless NoPayload.
-	Payload   func(*R, T) (any, error)
+	Payload func(*R, T) (any, error)
+	// NoPayload turns payload validation off.
 	NoPayload bool
 	// Parallelism is how many lanes run at once (values below 1 mean 1).
 	Parallelism int

@@ -1,7 +1,3 @@
-// Package batchtest holds what the tests of the batch sources share: the
-// stores they run on (the memory store and DynamoDB Local), a clock they
-// move, a store that loses the writes of a crashed invocation, and a
-// handler that records its calls. It is imported by tests only.
 package batchtest
 
 import (
@@ -23,7 +19,9 @@ import (
 
 // Store names a store the tests run on.
 type Store struct {
+	// Name names the store in subtest names.
 	Name string
+	// Make returns a new, empty store for t.
 	Make func(t *testing.T) storage.Store
 }
 
@@ -74,6 +72,7 @@ func (c *Clock) Advance(d time.Duration) {
 // the handler, leaving its entry in progress until the lease ends.
 type CrashStore struct {
 	storage.Store
+	// Crashed reports whether the invocation of ctx has crashed.
 	Crashed func(ctx context.Context) bool
 }
 
