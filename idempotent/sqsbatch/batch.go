@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // maxResponseReserve is the most time kept back from processing, before the
@@ -252,7 +253,7 @@ func (b *batcher[T]) process(ctx context.Context, p plan, it *item[T]) (ok bool)
 		}
 		// Never seen by the core: reported to it, so that its outcome hooks
 		// and log see the rejection, with the message in the context.
-		_ = b.engine.Reject(context.WithValue(ctx, messageKey{}, it.msg), idempotent.Call{Attrs: attrs},
+		_ = b.engine.Reject(context.WithValue(ctx, messageKey{}, it.msg), frontdoor.Call{Attrs: attrs},
 			fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.err))
 		return false
 	}

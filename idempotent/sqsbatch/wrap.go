@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // Wrap returns a Lambda handler for SQS batches that decodes each message body
@@ -68,7 +69,7 @@ func messageFrom(ctx context.Context) *events.SQSMessage {
 
 // batcher processes SQS batches with one engine call per message.
 type batcher[T any] struct {
-	engine      *idempotent.Engine
+	engine      frontdoor.Engine
 	handle      func(context.Context, T) error
 	decode      func(*events.SQSMessage) (T, error)
 	key         func(*events.SQSMessage, T) (string, error)
@@ -81,7 +82,7 @@ type item[T any] struct {
 	msg    *events.SQSMessage
 	val    T
 	key    string
-	keyErr error // the key function failed: reported with Engine.Reject
+	keyErr error // the key function failed: reported with frontdoor.Engine.Reject
 	err    error // the message cannot be processed at all (invalid body, panic)
 }
 
@@ -89,7 +90,7 @@ type item[T any] struct {
 func (it *item[T]) hasKey() bool { return it.err == nil && it.keyErr == nil && it.key != "" }
 
 // attrs are the log attributes of every line about the item's message, this
-// package's and the Engine's (Call.Attrs): its SQS message ID, which ties the
+// package's and the Engine's (frontdoor.Call.Attrs): its SQS message ID, which ties the
 // Engine's lines (they know only the hashed record ID) to a batch item
 // failure.
 func (it *item[T]) attrs() []slog.Attr {
@@ -104,7 +105,7 @@ func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Co
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := &batcher[T]{engine: e, handle: handle, decode: decode, key: o.key, payload: o.payload, parallelism: o.parallelism}
+	b := &batcher[T]{engine: frontdoor.Of(e), handle: handle, decode: decode, key: o.key, payload: o.payload, parallelism: o.parallelism}
 	if b.key == nil {
 		b.key = func(m *events.SQSMessage, _ T) (string, error) { return m.MessageId, nil }
 	}
@@ -129,7 +130,7 @@ var nullPayload = []byte("null")
 // error (nil when it succeeded, even if its record could not be completed),
 // and otherwise the engine's answer (nil for a replay).
 func (b *batcher[T]) do(ctx context.Context, it *item[T], attrs []slog.Attr) (ran bool, err error) {
-	call := idempotent.Call{Attrs: attrs}
+	call := frontdoor.Call{Attrs: attrs}
 	if !b.engine.Disabled() { // as idempotent.Wrap: no key or payload errors then
 		if it.keyErr != nil {
 			return false, b.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
