@@ -174,7 +174,7 @@ func TestLedgerFailure(t *testing.T) {
 // crashingStore loses every completion, as if the process died between the
 // side effect and the completion: the record stays in progress until its
 // lease ends.
-type crashingStore struct{ *idempotent.MemoryStore }
+type crashingStore struct{ storage.StepStore }
 
 func (crashingStore) Complete(context.Context, storage.Record) error {
 	return errors.New("test: process crashed")

@@ -11,7 +11,7 @@ import (
 
 // Why a response passed through to the client before the record was
 // completed, and so was not stored (the record is completed without it:
-// Engine.NotStored).
+// frontdoor.Engine.NotStored).
 const (
 	passFlushed  = "flushed"
 	passTooLarge = "too-large"

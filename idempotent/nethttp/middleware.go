@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 )
 
@@ -69,7 +70,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	x := &exchange{h: h, w: w, r: r}
-	var call idempotent.Call
+	var call frontdoor.Call
 	var bodyBuf, fpBuf *[]byte // the body's and the fingerprint's buffers, from the pool
 	if !m.Disabled {
 		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
@@ -84,7 +85,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if call.Scope, err = m.Scope(r); err != nil {
 					m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": cannot name the caller; the handler did not run",
 						slog.String("method", method), slog.String("error", err.Error()))
-					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
+					_ = m.Core.Reject(ctx, frontdoor.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
 					writeProblem(w, httprules.Internal())
 					return
 				}
@@ -142,7 +143,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers with a 400 (or 413) problem a request the middleware
 // refuses itself, before any Do, and reports the refusal to the core, which
 // tells the outcome hook and the log (OutcomeRejected).
-func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempotent.Call, why error) {
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdoor.Call, why error) {
 	p, err := httprules.Refusal(why)
 	_ = m.Core.Reject(r.Context(), call, err)
 	writeProblem(w, p)

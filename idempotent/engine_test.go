@@ -4,37 +4,41 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
-// An Engine is the byte-level core that every front door calls: here, a
+// The Engine is the byte-level core that every front door calls: here, a
 // front door of its own that already knows the key and the payload.
-func ExampleEngine_Do() {
-	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks"))
+func TestEngineDo(t *testing.T) {
+	t.Parallel()
+	engine := frontdoor.Of(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks")))
 	deliveries := 0
 	deliver := func(ctx context.Context) ([]byte, error) {
 		deliveries++
 		return []byte(`{"status":"delivered"}`), nil
 	}
-	call := idempotent.Call{Key: "evt_123", Payload: []byte(`{"type":"invoice.paid"}`)}
+	call := frontdoor.Call{Key: "evt_123", Payload: []byte(`{"type":"invoice.paid"}`)}
 
-	first, _ := engine.Do(context.Background(), call, deliver)
-	retry, _ := engine.Do(context.Background(), call, deliver)
-	fmt.Printf("first: ran=%v %s\n", first.Ran, first.Response)
-	fmt.Printf("retry: ran=%v %s\n", retry.Ran, retry.Response)
-	fmt.Println("deliveries:", deliveries)
-	// Output:
-	// first: ran=true {"status":"delivered"}
-	// retry: ran=false {"status":"delivered"}
-	// deliveries: 1
+	first, err := engine.Do(context.Background(), call, deliver)
+	assert.NoError(t, err)
+	retry, err := engine.Do(context.Background(), call, deliver)
+	assert.NoError(t, err)
+	assert.Equal(t, frontdoor.Result{Response: []byte(`{"status":"delivered"}`), Ran: true}, first)
+	assert.Equal(t, frontdoor.Result{Response: []byte(`{"status":"delivered"}`)}, retry)
+	assert.Equal(t, 1, deliveries)
 }
 
 // Concurrent duplicates in one process share one claim: with
 // WithWaitInProgress they get the first one's response from memory.
-func ExampleEngine_Do_coalescing() {
-	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress((15 * time.Minute)))
+func TestEngineDoCoalescing(t *testing.T) {
+	t.Parallel()
+	engine := frontdoor.Of(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress((15 * time.Minute))))
 	release := make(chan struct{})
 	var runs sync.WaitGroup
 	runs.Add(1)
@@ -43,10 +47,10 @@ func ExampleEngine_Do_coalescing() {
 		<-release
 		return []byte("42"), nil
 	}
-	results := make(chan idempotent.Result, 3)
+	results := make(chan frontdoor.Result, 3)
 	for range 3 {
 		go func() {
-			res, _ := engine.Do(context.Background(), idempotent.Call{Key: "k"}, work)
+			res, _ := engine.Do(context.Background(), frontdoor.Call{Key: "k"}, work)
 			results <- res
 		}()
 	}
@@ -62,9 +66,8 @@ func ExampleEngine_Do_coalescing() {
 			replayed++
 		}
 	}
-	fmt.Println("ran:", ran, "replayed:", replayed)
-	// Output:
-	// ran: 1 replayed: 2
+	assert.Equal(t, 1, ran)
+	assert.Equal(t, 2, replayed)
 }
 
 // RecordID names the record of a raw key, as every front door derives it:
