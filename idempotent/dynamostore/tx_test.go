@@ -13,6 +13,8 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/idempotent/storetest"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -138,4 +140,46 @@ func TestTransactionCommitsWithTheCompletion(t *testing.T) {
 	assert.Equal(t, 1, runs)
 	assert.Equal(t, 3, b.stock(t, "sku-1"), "the stock was reserved once")
 	assert.NotNil(t, b.ledger(t, "pay-o1"))
+}
+
+// ledgerWrites is storetest.TxWrites on the Payments table: a write is a
+// ledger row named by its paymentId; a failing one is a ConditionCheck that
+// its row exists, which it does not.
+type ledgerWrites struct {
+	client *dynamodb.Client
+	table  string
+}
+
+func (w ledgerWrites) Add(_ context.Context, tx storage.Tx, name string, fail bool) error {
+	key := map[string]types.AttributeValue{"paymentId": &types.AttributeValueMemberS{Value: name}}
+	if fail {
+		return tx.(*dynamostore.Tx).Add(types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: &w.table, Key: key, ConditionExpression: aws.String("attribute_exists(paymentId)"),
+		}})
+	}
+	return tx.(*dynamostore.Tx).Add(types.TransactWriteItem{Put: &types.Put{
+		TableName: &w.table, Item: key, ConditionExpression: aws.String("attribute_not_exists(paymentId)"),
+	}})
+}
+
+func (w ledgerWrites) Committed(ctx context.Context, name string) (bool, error) {
+	out, err := w.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &w.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"paymentId": &types.AttributeValueMemberS{Value: name}}})
+	if err != nil {
+		return false, err
+	}
+	return out.Item != nil, nil
+}
+
+func TestTxConformance(t *testing.T) {
+	t.Parallel()
+	client := localddbtest.Client(t)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			store, _ := newLocalStore(t, client, l)
+			tables := localddbtest.Tables(t, client)
+			storetest.RunTx(t, store, ledgerWrites{client: client, table: tables.Payments})
+		})
+	}
 }
