@@ -107,9 +107,12 @@ infra/node_modules/.package-lock.json: infra/package.json infra/package-lock.jso
 	@scripts/ci-deps.sh node
 	cd infra && npm ci --no-audit --no-fund
 
-# Offline: no AWS account, no network look-ups, no notices or telemetry.
+# Offline: no AWS account, no network look-ups, no notices or telemetry. Ends by printing the template's path.
+SYNTH_TEMPLATE := infra/cdk.out/Idemkit.template.json
 synth: build infra/node_modules/.package-lock.json
+	@echo "cdk synth (the first run compiles the AWS CDK for Go: several minutes; later runs take seconds)"
 	cd infra && $(CDK_ENV) npx --no-install cdk synth $(CDK_FLAGS) --quiet
+	@test -f $(SYNTH_TEMPLATE) && echo "template: $(SYNTH_TEMPLATE)"
 
 # RETAIN_TABLES=true keeps the tables across destroy for this deploy only; put "retainTables": true in
 # infra/cdk.json's context to keep it for every deploy (a deploy without it puts the tables back to Delete).
@@ -121,13 +124,18 @@ deploy: build infra/node_modules/.package-lock.json
 destroy: infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdk destroy $(CDK_FLAGS) --force
 
+# The LocalStack targets first check for Docker with Compose v2 and a running engine, and say in one line what is
+# missing (scripts/need-compose.sh).
 local-up:
+	@scripts/need-compose.sh $@
 	$(COMPOSE) up -d --wait
 
 local-down:
+	@scripts/need-compose.sh $@
 	$(COMPOSE) down
 
 deploy-local: infra/node_modules/.package-lock.json
+	@scripts/need-compose.sh $@
 	$(MAKE) build LAMBDA_GOARCH=$(HOST_GOARCH)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal bootstrap $(CDK_FLAGS)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal deploy $(CDK_FLAGS) --require-approval never \

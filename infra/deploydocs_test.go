@@ -88,8 +88,8 @@ func section(t *testing.T, path, name string) string {
 }
 
 var (
-	codeSpanRE  = regexp.MustCompile("`([^`]+)`")
-	braceRE     = regexp.MustCompile(`\{([^{}]*)\}`)
+	codeSpanRE = regexp.MustCompile("`([^`]+)`")
+	braceRE    = regexp.MustCompile(`\{([^{}]*)\}`)
 )
 
 // documentedNames returns the names in backquotes in the first cell of the
