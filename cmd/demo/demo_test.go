@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -52,6 +53,25 @@ func TestDemo(t *testing.T) {
 		"HTTP 201",
 	} {
 		assert.Contains(t, text, want)
+	}
+	// What is not self-evident is explained where it is printed: step 9's
+	// crash (and why it counts as store_error), its moved clock, fencing,
+	// and each outcome of the summary that needs a reason.
+	for _, want := range []string{
+		"the crash is simulated", "reports store_error (a real crash reports nothing)",
+		"retry, clock moved 1 minute on", "(idempotent.WithClock), past the dead owner's lease",
+		"a fenced writer", "fail the lease check (lease_lost)",
+		"executed     includes step 6's 400s",
+		"in_progress  steps 3, 9, 13: duplicates while the key's owner ran",
+		"store_error  step 9: the simulated crash",
+		"rejected     steps 5, 7, 10, 11, 15: refused before any claim",
+	} {
+		assert.Contains(t, text, want, "the demo explains itself")
+	}
+	for o := range outcomeReasons {
+		if o != idempotent.OutcomeLeaseLost && o != idempotent.OutcomeHandlerError { // the story has none of these
+			assert.Contains(t, text, "  "+o.String()+" ", "the summary explains %s", o)
+		}
 	}
 	assert.ElementsMatch(t, before, tableNames(t, client), "the demo deletes its tables")
 }

@@ -232,7 +232,9 @@ func (d *demo) crashAndTakeover(ctx context.Context) error {
 		return err
 	}
 	d.line("crash after the ledger write; retry", busy.String(), busy.status == 409)
-	d.detail("the dead owner's lease lasts until its deadline: function timeout + 2 s")
+	d.detail("the crash is simulated: a store that fails the completion stands in for a process")
+	d.detail("that died, so that invocation reports store_error (a real crash reports nothing)")
+	d.detail("the dead owner's lease lasts until its deadline: function timeout + 2 s = %.0f s", (paymentsTimeout + 2*time.Second).Seconds())
 
 	// A minute later: a fresh process whose clock is past the lease.
 	later := func() time.Time { return time.Now().Add(time.Minute) }
@@ -256,8 +258,12 @@ func (d *demo) crashAndTakeover(ctx context.Context) error {
 			payments++
 		}
 	}
-	d.line("retry a minute later (lease over)", a.String()+" again: took over",
+	d.line("retry, clock moved 1 minute on", a.String()+" again: took over",
 		a.status == 201 && !a.replayed && tookOver && payments == 1 && a.payment.PaymentID == first.payment.PaymentID)
+	d.detail("the demo does not wait: this retry's engine has a clock 1 minute ahead")
+	d.detail("(idempotent.WithClock), past the dead owner's lease, so it takes the record over")
+	d.detail("a fenced writer: had the first owner been slow, not dead, its late completion would")
+	d.detail("now fail the lease check (lease_lost) instead of overwriting the new owner's record")
 	if payments == 1 && len(key) >= 12 {
 		d.detail("idempotent ≠ exactly-once: the handler ran twice, but its paymentId comes from")
 		d.detail("the downstream key (processorKey %s…), so the ledger kept 1 payment", key[:12])

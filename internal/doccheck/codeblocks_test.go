@@ -152,10 +152,13 @@ func funcSource(file string, src []byte, fn string) (string, error) {
 
 var fileNameRE = regexp.MustCompile(`^//\s*([A-Za-z0-9_.-]+\.go)\s*$`)
 
-// compilePrograms writes the complete Go files to packages in a scratch
-// directory inside the module (so the module's requirements apply; its name
-// starts with a dot, so ./... never sees it), vets them all with one go
-// command (vet type-checks test files too) and runs the tests among them.
+// compilePrograms writes the complete Go files to packages of a new
+// user's module outside the repository, follows the documented commands to
+// use idemkit from a clone there (checkout_test.go: `go mod edit -replace`,
+// `go mod tidy`, installing the idemkit command), then vets them all with
+// one go command (vet type-checks test files too) and runs the tests among
+// them. So the documentation's programs build as a reader's own module
+// builds them, not only inside this one.
 //
 // A block is a package of its own, unless its first line names its file
 // ("// main.go", "// main_test.go"): the named blocks of one Markdown file
@@ -166,15 +169,11 @@ func compilePrograms(t *testing.T, programs []block) {
 	if len(programs) == 0 {
 		t.Fatal("no complete Go file in the documentation: the README's quick start should be one")
 	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go command not found: %v", err)
+	cmds := checkoutCommands(t)
+	if cmds == nil {
+		return
 	}
-	dir, err := os.MkdirTemp(repoRoot, ".doccheck-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	m := newUserModule(t)
 
 	pkgOf := map[string]string{} // file + package clause -> package path
 	var all, tests []string
@@ -186,7 +185,7 @@ func compilePrograms(t *testing.T, programs []block) {
 		}
 		pkg, ok := pkgOf[group]
 		if !ok || group == "" {
-			pkg = "./" + filepath.Base(dir) + "/b" + strconv.Itoa(len(all)+1)
+			pkg = "./b" + strconv.Itoa(len(all)+1)
 			all = append(all, pkg)
 			if group != "" {
 				pkgOf[group] = pkg
@@ -201,7 +200,7 @@ func compilePrograms(t *testing.T, programs []block) {
 		if strings.HasSuffix(name, "_test.go") && !slices.Contains(tests, pkg) {
 			tests = append(tests, pkg)
 		}
-		path := filepath.Join(repoRoot, pkg, name)
+		path := filepath.Join(m.dir, pkg, name)
 		if _, err := os.Stat(path); err == nil {
 			t.Errorf("%s: a second %s in the same package", b, name)
 			continue
@@ -214,10 +213,11 @@ func compilePrograms(t *testing.T, programs []block) {
 		}
 		where[strings.TrimPrefix(pkg, "./")] = append(where[strings.TrimPrefix(pkg, "./")], b)
 	}
+	m.useCheckout(t, cmds)
 	run := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command(goCmd, args...)
-		cmd.Dir = repoRoot
+		cmd := exec.Command(m.goCmd, args...)
+		cmd.Dir, cmd.Env = m.dir, m.env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			// Say which Markdown blocks a scratch package came from.
@@ -229,7 +229,7 @@ func compilePrograms(t *testing.T, programs []block) {
 				}
 				msg = strings.ReplaceAll(msg, pkg, pkg+" ["+strings.Join(names, ", ")+"]")
 			}
-			t.Errorf("go %s: %v\n%s", args[0], err, msg)
+			t.Errorf("go %s (in a new module outside the repository): %v\n%s", args[0], err, msg)
 		}
 	}
 	run(append([]string{"vet"}, all...)...)
