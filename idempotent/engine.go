@@ -13,9 +13,9 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/idemkit/idemkit/idempotent/internal/envelope"
 	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/envelope"
 )
 
 const (
@@ -705,7 +705,7 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
 		return result{}, e.finish(ctx, start, ev)
 	}
-	raw, stored, err := envelope.Decode(rec.Data)
+	raw, stored, err := rec.Response()
 	if err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, err
 		return result{}, e.finish(ctx, start, ev)

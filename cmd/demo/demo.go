@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
@@ -25,6 +24,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/emf"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/internal/localddb"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // Function timeouts of the deployed stack (infra/stack.go): each invocation

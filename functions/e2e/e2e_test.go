@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // TestMemory runs the suite in process on the memory store and in-memory
@@ -80,5 +81,7 @@ func localQueue(t *testing.T, orders e2e.Invoker) e2e.QueueSender {
 // TestCoversEverySample keeps the suite and events/ in step.
 func TestCoversEverySample(t *testing.T) {
 	t.Parallel()
-	assert.ElementsMatch(t, samples.Names(), e2e.Covered)
+	names, err := samples.Names()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, names, e2e.Covered)
 }

@@ -94,14 +94,52 @@ func TestLibraryModuleIsLean(t *testing.T) {
 	}
 }
 
-// TestBinariesDoNotLinkTesting keeps package testing out of the programs
-// (issue 23: the demo linked it through internal/localddb).
+// TestBinariesDoNotLinkTesting keeps package testing out of the programs,
+// every main package of the module (issue 23: the demo linked it through
+// internal/localddb). The one exception is a test's own child process.
 func TestBinariesDoNotLinkTesting(t *testing.T) {
-	for _, pkg := range []string{"./cmd/demo", "./cmd/idemkit", "./functions/payments/cmd/bootstrap",
-		"./functions/payments/cmd/url", "./functions/orders/cmd/bootstrap"} {
+	exempt := map[string]string{
+		module + "/reliability/internal/crashee": "the child process reliability's crash tests build and kill",
+	}
+	cmd := exec.Command("go", "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	mains := strings.Fields(string(out))
+	for _, want := range []string{"/cmd/demo", "/cmd/idemkit", "/functions/payments/cmd/bootstrap",
+		"/functions/payments/cmd/url", "/functions/orders/cmd/bootstrap", "/bench"} {
+		if !slices.Contains(mains, module+want) {
+			t.Errorf("go list found no main package %s: the listing is broken", module+want)
+		}
+	}
+	for _, pkg := range mains {
+		if _, ok := exempt[pkg]; ok {
+			continue
+		}
 		if slices.Contains(deps(t, pkg), "testing") {
 			t.Errorf("%s links package testing", pkg)
 		}
+	}
+}
+
+// TestLayout keeps the layout showing the architecture (issue 23, item 7):
+// the library (idempotent/...) depends on no package of the module outside
+// it (its private packages live in idempotent/internal; the root internal/
+// holds the repository's tools), and events/ holds sample events, not Go.
+func TestLayout(t *testing.T) {
+	for _, dep := range deps(t, "./idempotent/...") {
+		if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/idempotent") {
+			t.Errorf("the library depends on %s; move what it needs under idempotent/internal", dep)
+		}
+	}
+	goFiles, err := filepath.Glob(filepath.Join(repoRoot, "events", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(goFiles) > 0 {
+		t.Errorf("events/ holds Go files %v: it holds the sample events; their reader is internal/sampleevents", goFiles)
 	}
 }
 

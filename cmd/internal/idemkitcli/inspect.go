@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/envelope"
 )
 
 // view is a record as the commands show it (and as --json prints it).
@@ -109,7 +108,7 @@ func (c *Command) newView(r records, rec storage.Record, withResponse bool) view
 	}
 	if rec.Status == storage.StatusCompleted && len(rec.Data) > 0 {
 		v.Compressed = rec.Data[0] == 'z'
-		raw, stored, err := envelope.Decode(rec.Data)
+		raw, stored, err := rec.Response()
 		v.ResponseStored = stored
 		switch {
 		case err != nil:

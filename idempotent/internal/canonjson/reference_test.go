@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/idemkit/idemkit/internal/canonjson"
+	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
 // referenceCanonicalize is canonjson's first implementation (v0.x), kept as

@@ -1,7 +1,11 @@
 // Package idemkitcli is the idemkit operator command (cmd/idemkit): finding,
 // inspecting and safely clearing idempotency records, and checking a table
 // before it is used. It lives here, not in package main, so that the demo
-// (cmd/demo) can run it in process.
+// (cmd/demo) can run it in process. It reads records only through the
+// library's public API (the stores' Get, Delete and Scan, and
+// storage.Record.Response for a stored response), as any operator's tool
+// could. Its tests, beside it, run every command against DynamoDB Local (in
+// each table layout), Redis and a Redis Cluster.
 //
 // [Command.Run] parses the arguments with the standard library's flag
 // package and returns the process's exit status; every failure is one line

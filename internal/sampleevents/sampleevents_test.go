@@ -1,4 +1,4 @@
-package events_test
+package sampleevents_test
 
 import (
 	"crypto/md5"
@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // TestRoundTrip decodes every file strictly into its aws-lambda-go type and
@@ -23,12 +23,7 @@ import (
 // no sample carries data the real type would drop.
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	onDisk, err := filepath.Glob("*.json")
-	require.NoError(t, err)
-	require.Equal(t, onDisk, samples.Names(), "every JSON file is embedded")
-	require.NotEmpty(t, onDisk)
-
-	for _, name := range samples.Names() {
+	for _, name := range names(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			raw, err := samples.Read(name)
@@ -59,6 +54,36 @@ func TestRoundTrip(t *testing.T) {
 			require.NoError(t, samples.DecodeStrict(again, second))
 			assert.Equal(t, typed, second, "decode, encode, decode is stable")
 		})
+	}
+}
+
+// names returns the sample files, at least one.
+func names(t *testing.T) []string {
+	t.Helper()
+	names, err := samples.Names()
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	return names
+}
+
+// TestNames: the files are those of the events/ folder at the module's
+// root, and every constant names one of them.
+func TestNames(t *testing.T) {
+	t.Parallel()
+	dir, err := samples.Dir()
+	require.NoError(t, err)
+	want, err := filepath.Abs(filepath.Join("..", "..", "events"))
+	require.NoError(t, err)
+	assert.Equal(t, want, dir)
+	got := names(t)
+	onDisk, err := filepath.Glob(filepath.Join(want, "*.json"))
+	require.NoError(t, err)
+	assert.Len(t, got, len(onDisk))
+	for _, name := range []string{samples.PaymentNew, samples.PaymentReplay, samples.PaymentDifferentBody,
+		samples.PaymentMissingKey, samples.PaymentInvalidAmountZero, samples.PaymentInvalidAmountString,
+		samples.PaymentInvalidAmountFraction, samples.PaymentMalformedJSON, samples.PaymentSecondCaller,
+		samples.OrdersBatch, samples.OrdersRedelivery} {
+		assert.Contains(t, got, name)
 	}
 }
 
@@ -95,7 +120,7 @@ func assertSubset(t *testing.T, path string, want, got any) {
 // matches the body, the route, and SQS MD5s of the bodies.
 func TestRealistic(t *testing.T) {
 	t.Parallel()
-	for _, name := range samples.Names() {
+	for _, name := range names(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if strings.HasPrefix(name, "orders-") {
@@ -130,9 +155,11 @@ func TestRealistic(t *testing.T) {
 // TestREADME checks that README.md describes every file.
 func TestREADME(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	dir, err := samples.Dir()
 	require.NoError(t, err)
-	for _, name := range samples.Names() {
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	for _, name := range names(t) {
 		assert.Contains(t, string(readme), "`"+name+"`", "README.md lists %s", name)
 	}
 }
@@ -169,4 +196,6 @@ func TestReadMissing(t *testing.T) {
 	assert.Error(t, err)
 	_, err = samples.HTTP("nope.json")
 	assert.Error(t, err)
+	_, err = samples.Read("../go.mod")
+	assert.Error(t, err, "only files of the events/ folder")
 }

@@ -1,7 +1,8 @@
-package main
+package idemkitcli_test
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/json"
 	"os"
@@ -19,13 +20,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idemkit/cmd/internal/idemkitcli"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/envelope"
-	"github.com/idemkit/idemkit/internal/idemkitcli"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -172,7 +172,7 @@ func seed(t *testing.T, store storage.StepStore, now time.Time) seeded {
 		return rec
 	}
 	done := mk("done", time.Minute)
-	done.Status, done.Data, done.LeaseExpiresAt = storage.StatusCompleted, envelope.Encode([]byte(httpResponse), 16), time.Time{}
+	done.Status, done.Data, done.LeaseExpiresAt = storage.StatusCompleted, deflated(t, httpResponse), time.Time{}
 	require.NoError(t, store.Complete(ctx, done))
 	live := mk("live", 10*time.Minute)
 	lapsed := mk("lapsed", 2*time.Second)
@@ -504,4 +504,18 @@ func TestRedis(t *testing.T) {
 	r = run(t, now, append([]string{"check"}, flags...)...)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "ok   maxmemory-policy noeviction")
+}
+
+// deflated is response as the engine stores a compressed one: the tag 'z',
+// then DEFLATE (the record format; storage.Record.Response reads it).
+func deflated(t *testing.T, response string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteByte('z')
+	w, err := flate.NewWriter(&b, flate.BestSpeed)
+	require.NoError(t, err)
+	_, err = w.Write([]byte(response))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return b.Bytes()
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/internal/canonjson"
+	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
 // trickyInputs are documents at the edges of the canonical form: each is

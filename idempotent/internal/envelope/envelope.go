@@ -3,11 +3,10 @@ package envelope
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // The first byte of storage.Record.Data says how the rest is encoded. New tags may be
@@ -51,10 +50,13 @@ func Encode(raw []byte, threshold int) []byte {
 }
 
 // Decode returns the codec bytes held in data; stored reports whether the
-// record carries a response at all.
+// record carries a response at all. An error says why data does not decode;
+// storage.Record.Response, the one caller, wraps it with
+// storage.ErrCorruptRecord (this package cannot import storage, which
+// imports it).
 func Decode(data []byte) (raw []byte, stored bool, err error) {
 	if len(data) == 0 {
-		return nil, false, fmt.Errorf("%w: completed record has no data", storage.ErrCorruptRecord)
+		return nil, false, errors.New("completed record has no data")
 	}
 	switch data[0] {
 	case tagPlain:
@@ -64,15 +66,15 @@ func Decode(data []byte) (raw []byte, stored bool, err error) {
 		defer r.Close()
 		raw, err := io.ReadAll(io.LimitReader(r, maxInflatedMB<<20+1))
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: inflate: %w", storage.ErrCorruptRecord, err)
+			return nil, false, fmt.Errorf("inflate: %w", err)
 		}
 		if len(raw) > maxInflatedMB<<20 {
-			return nil, false, fmt.Errorf("%w: response inflates past %d MB", storage.ErrCorruptRecord, maxInflatedMB)
+			return nil, false, fmt.Errorf("response inflates past %d MB", maxInflatedMB)
 		}
 		return raw, true, nil
 	case tagNotStored:
 		return nil, false, nil
 	default:
-		return nil, false, fmt.Errorf("%w: unknown data encoding %q", storage.ErrCorruptRecord, data[0])
+		return nil, false, fmt.Errorf("unknown data encoding %q", data[0])
 	}
 }

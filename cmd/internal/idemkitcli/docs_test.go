@@ -1,4 +1,4 @@
-package main
+package idemkitcli_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/internal/idemkitcli"
+	"github.com/idemkit/idemkit/cmd/internal/idemkitcli"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
@@ -19,7 +19,7 @@ import (
 // here answers that the docs' table does not exist.
 func TestOperationsDocCommands(t *testing.T) {
 	localddbtest.Require(t)
-	raw, err := os.ReadFile("../../docs/operations.md")
+	raw, err := os.ReadFile("../../../docs/operations.md")
 	require.NoError(t, err)
 	var lines []string
 	inBlock, checked := false, false
@@ -29,7 +29,7 @@ func TestOperationsDocCommands(t *testing.T) {
 			inBlock, checked = true, false
 		case inBlock && strings.HasPrefix(l, "```"):
 			inBlock = false
-		case inBlock && strings.TrimSpace(l) == "# checked-by: cmd/idemkit/docs_test.go":
+		case inBlock && strings.TrimSpace(l) == "# checked-by: cmd/internal/idemkitcli/docs_test.go":
 			checked = true
 		case inBlock && checked:
 			lines = append(lines, l)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idemkit/internal/canonjson"
+	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
 // benchInputs are the documents BenchmarkCanonicalize runs: payment-1k is the

@@ -1,20 +1,25 @@
-package events
+package sampleevents
 
 import (
+	"bufio"
 	"bytes"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // The sample events, by file name. The idempotency keys, JWT subjects,
-// order IDs and SKUs they share are what make them a story; README.md says
-// what each one should produce.
+// order IDs and SKUs they share are what make them a story; events/README.md
+// says what each one should produce.
 const (
 	// PaymentNew: POST /payments with a fresh Idempotency-Key, by caller Alice.
 	PaymentNew = "payments-new.json"
@@ -44,41 +49,95 @@ const (
 	OrdersRedelivery = "orders-redelivery.json"
 )
 
-//go:embed *.json
-var files embed.FS
+// modulePath is the module whose checkout holds the events/ folder.
+const modulePath = "github.com/idemkit/idemkit"
 
-// FS returns the sample event files.
-func FS() fs.FS { return files }
+// Dir returns the events/ folder of the checkout.
+var Dir = sync.OnceValues(findDir)
+
+func findDir() (string, error) {
+	// This file is internal/sampleevents/sampleevents.go of the checkout,
+	// unless the binary was built with -trimpath.
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		dir := filepath.Join(filepath.Dir(file), "..", "..", "events")
+		if _, err := os.Stat(filepath.Join(dir, PaymentNew)); err == nil {
+			return filepath.Clean(dir), nil
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("sampleevents: %w", err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if isModuleRoot(d) {
+			return filepath.Join(d, "events"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("sampleevents: no checkout of %s (its go.mod) in %s or above: run from inside the checkout", modulePath, wd)
+		}
+	}
+}
+
+// isModuleRoot reports whether dir holds the go.mod of modulePath.
+func isModuleRoot(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if line := strings.TrimSpace(s.Text()); strings.HasPrefix(line, "module ") {
+			return strings.Trim(strings.TrimSpace(strings.TrimPrefix(line, "module")), `"`) == modulePath
+		}
+	}
+	return false
+}
 
 // Names returns the names of all sample event files, sorted.
-func Names() []string {
-	entries, _ := files.ReadDir(".") // an embedded directory always reads
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
+func Names() ([]string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
 	}
-	return names
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("sampleevents: %w", err)
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // Read returns the bytes of a sample event file.
 func Read(name string) ([]byte, error) {
-	b, err := files.ReadFile(name)
+	if name != filepath.Base(name) || filepath.Ext(name) != ".json" {
+		return nil, fmt.Errorf("sampleevents: %q is not the name of a sample event file", name)
+	}
+	dir, err := Dir()
 	if err != nil {
-		return nil, fmt.Errorf("events: %w", err)
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("sampleevents: %w", err)
 	}
 	return b, nil
 }
 
 // HTTP decodes a sample HTTP API request. It rejects fields the events type
 // does not know, so a file with a misspelled field fails loudly.
-func HTTP(name string) (awsevents.APIGatewayV2HTTPRequest, error) {
-	var ev awsevents.APIGatewayV2HTTPRequest
+func HTTP(name string) (events.APIGatewayV2HTTPRequest, error) {
+	var ev events.APIGatewayV2HTTPRequest
 	return ev, decode(name, &ev)
 }
 
 // SQS decodes a sample SQS event, rejecting unknown fields as HTTP does.
-func SQS(name string) (awsevents.SQSEvent, error) {
-	var ev awsevents.SQSEvent
+func SQS(name string) (events.SQSEvent, error) {
+	var ev events.SQSEvent
 	return ev, decode(name, &ev)
 }
 
@@ -88,7 +147,7 @@ func decode(name string, v any) error {
 		return err
 	}
 	if err := DecodeStrict(b, v); err != nil {
-		return fmt.Errorf("events: %s: %w", name, err)
+		return fmt.Errorf("sampleevents: %s: %w", name, err)
 	}
 	return nil
 }

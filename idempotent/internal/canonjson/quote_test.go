@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/internal/canonjson"
+	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
 // quoteSpecials are the characters AppendQuoted treats apart: escaped,
