@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/batch/batchtest"
+	"github.com/idemkit/idemkit/internal/batchtest"
 	"github.com/idemkit/idemkit/idempotent/kafkabatch"
 )
 
