@@ -350,17 +350,7 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if size := s.completedSize(&rec); size > s.opts.MaxItemBytes {
 		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
-	update := completeUpdate
-	values := map[string]types.AttributeValue{
-		":status":     attrS(string(rec.Status)),
-		":expiration": attrN(rec.ExpiresAt.Unix()),
-		":lease":      attrS(rec.Lease),
-	}
-	if len(rec.Data) > 0 {
-		values[":data"] = &types.AttributeValueMemberB{Value: rec.Data}
-	} else {
-		update = completeUpdateNoData
-	}
+	update, values := s.completion(&rec)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.table,
 		Key:                                 s.key(rec.ID),
@@ -381,6 +371,24 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	default:
 		return fmt.Errorf("dynamostore: complete: %w", err)
 	}
+}
+
+// completion is the update expression of rec's completion and its values,
+// the fence's :lease included: Complete's, and the record's action in a
+// transaction's commit (Tx.Commit), which adds its own condition's values.
+func (s *Store) completion(rec *storage.Record) (string, map[string]types.AttributeValue) {
+	update := completeUpdate
+	values := map[string]types.AttributeValue{
+		":status":     attrS(string(rec.Status)),
+		":expiration": attrN(rec.ExpiresAt.Unix()),
+		":lease":      attrS(rec.Lease),
+	}
+	if len(rec.Data) > 0 {
+		values[":data"] = &types.AttributeValueMemberB{Value: rec.Data}
+	} else {
+		update = completeUpdateNoData
+	}
+	return update, values
 }
 
 // itemTooLarge recognizes DynamoDB's refusal of an item past its size limit,

@@ -45,7 +45,17 @@ func newPool(t testing.TB, fn func(*pgxpool.Config)) *pgxpool.Pool {
 	ctx := ctxT(t)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	t.Cleanup(func() {
+		// Close waits for every connection to come back: a transaction a
+		// failed test left open would hang it, hiding the failure.
+		closed := make(chan struct{})
+		go func() { pool.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Error("the pool did not close in 10 s: a transaction was left open")
+		}
+	})
 	require.NoError(t, pool.Ping(ctx), "PostgreSQL at POSTGRES_URL does not answer")
 	return pool
 }

@@ -6,8 +6,13 @@
 //	}
 //
 // The suite depends only on the standard library and package storage. The
-// cases of the optional capability storage.StepStore (steps and suspension)
-// run only on stores that implement it.
+// cases of the optional capabilities storage.StepStore (steps and
+// suspension) and storage.TxStore (transactional completion) run only on
+// stores that implement them. A TxStore also runs RunTx, the cases with
+// writes of its own kind, which it makes through a TxWrites:
+//
+//	storetest.RunTx(t, store, myWrites{table: "storetest_writes"})
+//
 // Every case uses fresh random record IDs, so one store (or one table) can serve
 // the whole suite and be shared with other tests. Times are passed explicitly,
 // as the Store contract requires; no case sleeps. Expiry is exercised with a

@@ -21,33 +21,60 @@ const concurrency = 16
 
 type testCase struct {
 	name  string
-	steps bool // needs a storage.StepStore
+	needs capability
 	run   func(c *checker)
 }
 
+// capability is the optional interface a case needs of the store.
+type capability int
+
+const (
+	base      capability = iota // the Store contract alone
+	stepStore                   // storage.StepStore
+	txStore                     // storage.TxStore
+)
+
 // Run checks store against the Store contract. The cases of the optional
-// capability storage.StepStore run only when store implements it; on a
-// *testing.T they are then reported as skipped. With a *testing.T each case
-// is a subtest; with any other testing.TB the cases run in sequence and
-// failures name their case.
+// capabilities storage.StepStore and storage.TxStore (the transaction's
+// record: commit, fence, rollback, retry, a commit without a record) run
+// only when store implements them; on a *testing.T they are then reported
+// as skipped. With a *testing.T each case is a subtest; with any other
+// testing.TB the cases run in sequence and failures name their case.
+// RunTx adds the transaction cases with the store's own writes.
 func Run(t testing.TB, store storage.Store) {
 	t.Helper()
+	run(t, store, append(cases(), txCases()...), nil)
+}
+
+// run runs the cases on store, skipping those of a capability it lacks.
+func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
+	t.Helper()
 	steps, _ := store.(storage.StepStore)
+	txs, _ := store.(storage.TxStore)
 	base := time.Unix(time.Now().Unix(), 0)
-	for _, tc := range cases() {
+	missing := func(tc testCase) string {
+		switch {
+		case tc.needs == stepStore && steps == nil:
+			return "the store is not a storage.StepStore"
+		case tc.needs == txStore && txs == nil:
+			return "the store is not a storage.TxStore"
+		}
+		return ""
+	}
+	for _, tc := range cs {
 		if tt, ok := t.(*testing.T); ok {
 			tt.Run(tc.name, func(st *testing.T) {
-				if tc.steps && steps == nil {
-					st.Skip("the store is not a storage.StepStore")
+				if why := missing(tc); why != "" {
+					st.Skip(why)
 				}
-				tc.run(&checker{TB: st, store: store, steps: steps, now: base, prefix: ""})
+				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, writes: w, now: base, prefix: ""})
 			})
 			continue
 		}
-		if tc.steps && steps == nil {
+		if missing(tc) != "" {
 			continue
 		}
-		tc.run(&checker{TB: t, store: store, steps: steps, now: base, prefix: tc.name + ": "})
+		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, writes: w, now: base, prefix: tc.name + ": "})
 	}
 }
 
@@ -55,6 +82,8 @@ type checker struct {
 	testing.TB
 	store  storage.Store
 	steps  storage.StepStore // nil unless store is one
+	txs    storage.TxStore   // nil unless store is one
+	writes TxWrites          // RunTx's
 	now    time.Time
 	prefix string
 }
@@ -231,19 +260,19 @@ func someSteps(n int) []storage.Step {
 
 func cases() []testCase {
 	return []testCase{
-		{"ClaimNew", false, func(c *checker) {
+		{"ClaimNew", base, func(c *checker) {
 			res := c.mustClaim(c.inProgress(time.Minute), c.now)
 			if res.TookOver {
 				c.errorf("claim of a new key reported TookOver")
 			}
 		}},
-		{"ClaimRefusedWhileInProgress", false, func(c *checker) {
+		{"ClaimRefusedWhileInProgress", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			got := c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(30*time.Second))
 			c.sameRecord(got, a)
 		}},
-		{"ClaimRetriedWithOwnLease", false, func(c *checker) {
+		{"ClaimRetriedWithOwnLease", base, func(c *checker) {
 			// A claim whose response was lost is retried with the same lease.
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
@@ -251,7 +280,7 @@ func cases() []testCase {
 				c.errorf("retried claim with its own lease reported TookOver")
 			}
 		}},
-		{"CompleteThenReplay", false, func(c *checker) {
+		{"CompleteThenReplay", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			done := completed(a, []byte(`p{"ok":true}`), c.now.Add(time.Hour))
@@ -259,7 +288,7 @@ func cases() []testCase {
 			got := c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Minute))
 			c.sameRecord(got, done)
 		}},
-		{"CompletedIsNotTakenOverAfterLease", false, func(c *checker) {
+		{"CompletedIsNotTakenOverAfterLease", base, func(c *checker) {
 			a := c.inProgress(time.Second)
 			c.mustClaim(a, c.now)
 			c.mustComplete(completed(a, []byte("p1"), c.now.Add(time.Hour)))
@@ -268,7 +297,7 @@ func cases() []testCase {
 				c.errorf("status %q, want COMPLETED", got.Status)
 			}
 		}},
-		{"CompleteRetried", false, func(c *checker) {
+		{"CompleteRetried", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			done := completed(a, []byte("p-retried"), c.now.Add(time.Hour))
@@ -276,7 +305,7 @@ func cases() []testCase {
 			c.mustComplete(done) // a retried completion succeeds again
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
-		{"CompleteFencedByLease", false, func(c *checker) {
+		{"CompleteFencedByLease", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			forged := completed(a, []byte("p-forged"), c.now.Add(time.Hour))
@@ -284,11 +313,11 @@ func cases() []testCase {
 			c.wantLeaseLost(c.store.Complete(c.ctx(), forged), "Complete with another lease")
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
 		}},
-		{"CompleteMissingRecord", false, func(c *checker) {
+		{"CompleteMissingRecord", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.wantLeaseLost(c.store.Complete(c.ctx(), completed(a, []byte("p"), c.now.Add(time.Hour))), "Complete of a missing record")
 		}},
-		{"ReleaseThenClaimAgain", false, func(c *checker) {
+		{"ReleaseThenClaimAgain", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			if err := c.store.Release(c.ctx(), a.ID, a.Lease); err != nil {
@@ -298,18 +327,18 @@ func cases() []testCase {
 				c.errorf("claim after release reported TookOver")
 			}
 		}},
-		{"ReleaseFencedByLease", false, func(c *checker) {
+		{"ReleaseFencedByLease", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			c.wantLeaseLost(c.store.Release(c.ctx(), a.ID, randomHex(16)), "Release with another lease")
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
 		}},
-		{"ReleaseMissingRecord", false, func(c *checker) {
+		{"ReleaseMissingRecord", base, func(c *checker) {
 			if err := c.store.Release(c.ctx(), "storetest#"+randomHex(32), randomHex(16)); err != nil {
 				c.errorf("Release of a missing record: %v, want nil", err)
 			}
 		}},
-		{"ReleaseTwice", false, func(c *checker) {
+		{"ReleaseTwice", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			for i := range 2 {
@@ -318,7 +347,7 @@ func cases() []testCase {
 				}
 			}
 		}},
-		{"TakeoverAfterLease", false, func(c *checker) {
+		{"TakeoverAfterLease", base, func(c *checker) {
 			a := c.inProgress(time.Second)
 			c.mustClaim(a, c.now)
 			later := c.now.Add(2 * time.Second)
@@ -333,7 +362,7 @@ func cases() []testCase {
 			c.mustComplete(done)
 			c.sameRecord(c.mustRefuse(rival(a, later), later), done)
 		}},
-		{"TakeoverNeedsTheSamePayload", false, func(c *checker) {
+		{"TakeoverNeedsTheSamePayload", base, func(c *checker) {
 			// A lapsed owner's record stays bound to its payload: a claim
 			// for another payload is refused with the record, whatever
 			// its own lease; one for the same payload takes it over.
@@ -348,7 +377,7 @@ func cases() []testCase {
 				c.errorf("takeover by the same payload: TookOver = false, want true")
 			}
 		}},
-		{"TakeoverWithoutFingerprints", false, func(c *checker) {
+		{"TakeoverWithoutFingerprints", base, func(c *checker) {
 			// Without a fingerprint on either side there is nothing to
 			// bind: a claim without one takes over a record with one, and
 			// any claim takes over a record without one.
@@ -369,14 +398,14 @@ func cases() []testCase {
 				}
 			}
 		}},
-		{"ExpiredRecordIsAbsentForAnyPayload", false, func(c *checker) {
+		{"ExpiredRecordIsAbsentForAnyPayload", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			b := rival(a, c.now.Add(3*time.Hour))
 			b.Fingerprint = randomHex(32)
 			c.mustClaim(b, c.now.Add(2*time.Hour))
 		}},
-		{"FarFutureTimes", false, func(c *checker) {
+		{"FarFutureTimes", base, func(c *checker) {
 			// The wrapper's duration options saturate at 100 years, so a
 			// lease end 200 years out (a lease plus a clock skew) and an
 			// expiry as far must round-trip and hold.
@@ -389,7 +418,7 @@ func cases() []testCase {
 			c.mustComplete(done)
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(century)), done)
 		}},
-		{"LongestPrefix", false, func(c *checker) {
+		{"LongestPrefix", base, func(c *checker) {
 			// A record id of storage.MaxIDBytes fits
 			// every store's key.
 			a := c.inProgress(time.Minute)
@@ -402,14 +431,14 @@ func cases() []testCase {
 				c.errorf("Release: %v", err)
 			}
 		}},
-		{"LeaseBoundaryIsExclusive", false, func(c *checker) {
+		{"LeaseBoundaryIsExclusive", base, func(c *checker) {
 			a := c.inProgress(1500 * time.Millisecond)
 			c.mustClaim(a, c.now)
 			// At exactly the lease end the owner still holds it.
 			c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(1500*time.Millisecond))
 			c.mustClaim(rival(a, c.now.Add(time.Minute)), c.now.Add(1501*time.Millisecond))
 		}},
-		{"ExpiredRecordIsAbsent", false, func(c *checker) {
+		{"ExpiredRecordIsAbsent", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			c.mustComplete(completed(a, []byte("p-old"), c.now.Add(time.Hour)))
@@ -420,13 +449,13 @@ func cases() []testCase {
 				c.errorf("claim over an expired COMPLETED record reported TookOver")
 			}
 		}},
-		{"ExpiredInProgressIsAbsent", false, func(c *checker) {
+		{"ExpiredInProgressIsAbsent", base, func(c *checker) {
 			a := c.inProgress(time.Hour)
 			a.ExpiresAt = c.now.Add(time.Hour)
 			c.mustClaim(a, c.now)
 			c.mustClaim(rival(a, c.now.Add(3*time.Hour)), c.now.Add(2*time.Hour))
 		}},
-		{"BinaryDataRoundTrip", false, func(c *checker) {
+		{"BinaryDataRoundTrip", base, func(c *checker) {
 			data := make([]byte, 0, 512)
 			for i := range 512 {
 				data = append(data, byte(i))
@@ -438,7 +467,7 @@ func cases() []testCase {
 			c.mustComplete(done)
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
-		{"TooLargeIsRefusedWithoutWriting", false, func(c *checker) {
+		{"TooLargeIsRefusedWithoutWriting", base, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			err := c.store.Complete(c.ctx(), completed(a, bytes.Repeat([]byte{'x'}, 500<<10), c.now.Add(time.Hour)))
@@ -450,7 +479,7 @@ func cases() []testCase {
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
 			c.mustComplete(completed(a, []byte("n"), c.now.Add(time.Hour)))
 		}},
-		{"ConcurrentClaimsHaveOneWinner", false, func(c *checker) {
+		{"ConcurrentClaimsHaveOneWinner", base, func(c *checker) {
 			base := c.inProgress(time.Minute)
 			var (
 				wg      sync.WaitGroup
@@ -493,7 +522,7 @@ func cases() []testCase {
 				}
 			}
 		}},
-		{"StepsAreKeptByATakeoverForTheSamePayload", true, func(c *checker) {
+		{"StepsAreKeptByATakeoverForTheSamePayload", stepStore, func(c *checker) {
 			steps := someSteps(3)
 			a := c.inProgress(time.Second)
 			c.mustClaim(a, c.now)
@@ -521,7 +550,7 @@ func cases() []testCase {
 			done.Steps = nil
 			c.sameRecord(c.mustRefuse(rival(a, later), later), done)
 		}},
-		{"StepsSurviveTakeoversWithoutNewSteps", true, func(c *checker) {
+		{"StepsSurviveTakeoversWithoutNewSteps", stepStore, func(c *checker) {
 			// An owner that takes over and dies before its first step must
 			// not lose the steps it was handed: the next one gets them too.
 			steps := someSteps(2)
@@ -536,7 +565,7 @@ func cases() []testCase {
 			d := rival(a, t2.Add(time.Second))
 			c.wantSteps(c.mustClaim(d, t2), steps, "second takeover")
 		}},
-		{"StepsAreDroppedForAnotherPayload", true, func(c *checker) {
+		{"StepsAreDroppedForAnotherPayload", stepStore, func(c *checker) {
 			// A takeover the liveness rule allows for a claim without a
 			// fingerprint (or over a record without one) does not resume:
 			// the steps may belong to another payload. They are gone for
@@ -559,7 +588,7 @@ func cases() []testCase {
 				c.wantSteps(c.mustClaim(again, t2), nil, "a later takeover with the first fingerprint")
 			}
 		}},
-		{"ExpiryDropsSteps", true, func(c *checker) {
+		{"ExpiryDropsSteps", stepStore, func(c *checker) {
 			a := c.inProgress(time.Second)
 			a.ExpiresAt = c.now.Add(time.Minute)
 			c.mustClaim(a, c.now)
@@ -573,7 +602,7 @@ func cases() []testCase {
 			t2 := t1.Add(2 * time.Second)
 			c.wantSteps(c.mustClaim(rival(b, t2.Add(time.Second)), t2), nil, "takeover after the expired record was replaced")
 		}},
-		{"AppendStepFencedByLease", true, func(c *checker) {
+		{"AppendStepFencedByLease", stepStore, func(c *checker) {
 			step := someSteps(1)[0]
 			a := c.inProgress(time.Minute)
 			c.wantLeaseLost(c.steps.AppendStep(c.ctx(), a.ID, a.Lease, step), "AppendStep to a missing record")
@@ -585,7 +614,7 @@ func cases() []testCase {
 			c.wantLeaseLost(c.steps.AppendStep(c.ctx(), a.ID, a.Lease, step), "AppendStep to a completed record")
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
-		{"AppendStepTooLargeIsRefusedWithoutWriting", true, func(c *checker) {
+		{"AppendStepTooLargeIsRefusedWithoutWriting", stepStore, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			c.mustClaim(a, c.now)
 			small := someSteps(1)[0]
@@ -598,7 +627,7 @@ func cases() []testCase {
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), a)
 			c.mustComplete(completed(a, []byte("n"), c.now.Add(time.Hour)))
 		}},
-		{"SuspendKeepsStepsAndEndsTheLease", true, func(c *checker) {
+		{"SuspendKeepsStepsAndEndsTheLease", stepStore, func(c *checker) {
 			steps := someSteps(2)
 			a := c.inProgress(time.Hour)
 			c.mustClaim(a, c.now)
@@ -633,7 +662,7 @@ func cases() []testCase {
 				c.errorf("the completed record: Suspended = true, want false")
 			}
 		}},
-		{"SuspendFencedByLease", true, func(c *checker) {
+		{"SuspendFencedByLease", stepStore, func(c *checker) {
 			a := c.inProgress(time.Minute)
 			if err := c.steps.Suspend(c.ctx(), a.ID, a.Lease, c.now); err != nil {
 				c.errorf("Suspend of a missing record: %v, want nil", err)
@@ -646,7 +675,7 @@ func cases() []testCase {
 			c.wantLeaseLost(c.steps.Suspend(c.ctx(), a.ID, a.Lease, c.now), "Suspend of a completed record")
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
-		{"ForeignRecordIsNeverTakenOver", false, func(c *checker) {
+		{"ForeignRecordIsNeverTakenOver", base, func(c *checker) {
 			// A record of another format version (a later library's, say)
 			// whose lease lapsed is not this library's to take over: the
 			// claim is refused (with the record, or an error wrapping
@@ -670,7 +699,7 @@ func cases() []testCase {
 			expired := foreign.ExpiresAt.Add(2 * time.Second)
 			c.mustClaim(rival(claim, expired.Add(time.Minute)), expired)
 		}},
-		{"CancelledContext", false, func(c *checker) {
+		{"CancelledContext", base, func(c *checker) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			if _, err := c.store.Claim(ctx, c.inProgress(time.Minute), c.now); err == nil {

@@ -2,9 +2,10 @@
 // protocol: random sequences of invocations, handler completions and
 // failures, owner crashes, store faults and forward jumps of an injected
 // clock are run through the real idempotent.Wrap over each Store (the memory
-// store, DynamoDB Local, Redis and PostgreSQL), and after every step the outcome is
-// compared with a small reference model of the record of each key (status,
-// bound payload, owner, lease end, expiry, stored response).
+// store, a memory TxStore, DynamoDB Local, Redis and PostgreSQL), and after every step
+// the outcome is compared with a small reference model of the record of
+// each key (status, bound payload, owner, lease end, expiry, stored
+// response).
 //
 // Each run has two or three wrappers over one store and one key prefix.
 // Each wrapper has an Engine of its own, that is, one process: calls of one
@@ -47,6 +48,16 @@
 //     them otherwise; a failed run whose record holds a step suspends the
 //     record (its lease ends a millisecond before now) instead of deleting
 //     it, and a run without steps still releases.
+//  8. transactional completion (storage.TxStore: the memory fake in
+//     tx_test.go and DynamoDB Local): a wrapper drawn with tx adds a write
+//     of its own to its run's transaction when its handler returns (and,
+//     when drawn, one that fails). Whatever happens — a crash (the commit is
+//     dropped), a lease taken over meanwhile, a failing write, a handler
+//     error, a store fault before or after the commit — the write committed
+//     exactly when the completion landed, and the caller gets its response
+//     only then: ErrInProgress after a lost lease, ErrTxAborted after a
+//     failing write (the record is given back), ErrStore when the wrapper
+//     cannot know; never a success whose writes did not commit.
 //
 // The test is TestModel: 100 random runs of about 30 steps per store by
 // default (make test), more with rapid's flags, for example

@@ -47,7 +47,8 @@ var (
 // was told. It is how the model learns whether a faulted write landed.
 type observation struct {
 	op      opKind
-	inv     int // the invocation that made the call
+	tx      bool // a Complete made as a transaction's commit, with the handler's writes
+	inv     int  // the invocation that made the call
 	lease   string
 	rec     storage.Record // Claim and Complete
 	now     time.Time      // Claim; Suspend: the lease end asked for
@@ -62,6 +63,9 @@ type observation struct {
 
 func (o observation) String() string {
 	s := fmt.Sprintf("%s by #%d", o.op, o.inv)
+	if o.tx {
+		s = fmt.Sprintf("%s with its writes by #%d", o.op, o.inv)
+	}
 	switch {
 	case o.dropped:
 		return s + ": dropped (owner crashed)"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/idempotent/storetest"
 )
 
 // input is the wrapped handler's input: the key and the payload that is
@@ -79,6 +80,7 @@ const (
 
 type handlerCmd struct {
 	fail  bool
+	abort bool // a tx wrapper's handler adds a write that fails
 	value string
 }
 
@@ -103,6 +105,7 @@ type invocation struct {
 	ran           bool  // written by the handler before entered is closed
 	stepRan       bool  // its step's function ran (written before entered is closed)
 	stepErr       error // its step's error
+	txErr         error // a tx wrapper's: adding its writes failed (written before done is closed)
 	out           string
 	err           error         // out, err and took are written before done is closed
 	took          time.Duration // real time the call took
@@ -116,10 +119,12 @@ type invocation struct {
 	span    *span         // its claim's lease end
 	minRun  time.Duration // the least real time its claim gives its handler
 	expect  expectKind
-	replay  string // expectReplay: the response
-	via     string // how its wrapper answered it without the store, if it did
-	resumed bool   // its claim kept the step of the record it took over
-	holds   bool   // its record holds a step: a failed run suspends, not releases
+	replay  string       // expectReplay: the response
+	via     string       // how its wrapper answered it without the store, if it did
+	resumed bool         // its claim kept the step of the record it took over
+	holds   bool         // its record holds a step: a failed run suspends, not releases
+	abort   bool         // a tx wrapper's handler added a failing write
+	commit  *observation // a tx wrapper's: its transaction's commit, once made
 }
 
 // from names the way an answer came without the store, for messages.
@@ -140,6 +145,7 @@ type wrapperUnderTest struct {
 	name  string
 	opts  options
 	steps bool // its handler takes a step on entry (idempotent.Step)
+	tx    bool // its handler adds a write to its run's transaction when it returns
 	fn    func(context.Context, input) (string, error)
 }
 
@@ -165,10 +171,16 @@ type machine struct {
 	flights map[flightKey]*invocation
 	gate    *gate // Race's held claim, opened by stop if a step fails
 	stats   *stats
+	writes  storetest.TxWrites // the store's writes, when it is a storage.TxStore
+	prefix  string
 }
 
-func newMachine(t *rapid.T, inner storage.StepStore, prefix string, st *stats) *machine {
-	m := &machine{store: newFaultStore(inner), flights: map[flightKey]*invocation{}, stats: st}
+func newMachine(t *rapid.T, inner storage.StepStore, writes storetest.TxWrites, prefix string, st *stats) *machine {
+	m := &machine{store: newFaultStore(inner), flights: map[flightKey]*invocation{}, stats: st, writes: writes, prefix: prefix}
+	var store storage.Store = m.store
+	if writes != nil {
+		store = faultTxStore{m.store}
+	}
 	m.keys = rapid.IntRange(2, 3).Draw(t, "keys")
 	m.recs = make([]*record, m.keys)
 	// The injected clock starts ahead of the real one and only moves
@@ -187,7 +199,10 @@ func newMachine(t *rapid.T, inner storage.StepStore, prefix string, st *stats) *
 			expiry:   rapid.SampledFrom(expiries).Draw(t, "expiry"),
 		}
 		w := &wrapperUnderTest{idx: i, name: fmt.Sprintf("w%d", i), opts: o, steps: rapid.Bool().Draw(t, "steps")}
-		e := idempotent.New(m.store,
+		if writes != nil {
+			w.tx = rapid.Bool().Draw(t, "tx")
+		}
+		e := idempotent.New(store,
 			idempotent.WithPrefix(prefix),
 			idempotent.WithClock(now),
 			idempotent.WithMaxLease(o.maxLease),
@@ -200,7 +215,7 @@ func newMachine(t *rapid.T, inner storage.StepStore, prefix string, st *stats) *
 			idempotent.WithPayloadValidation(func(in input) (any, error) { return in.Payload, nil }),
 		)
 		m.wrappers = append(m.wrappers, w)
-		t.Logf("%s: %v, steps: %v", w.name, o, w.steps)
+		t.Logf("%s: %v, steps: %v, tx: %v", w.name, o, w.steps, w.tx)
 	}
 	t.Cleanup(m.stop)
 	return m
@@ -219,6 +234,9 @@ func (m *machine) handler(ctx context.Context, _ input) (string, error) {
 	}
 	close(inv.entered)
 	c := <-inv.cmd
+	if inv.w.tx {
+		inv.txErr = m.addWrites(ctx, inv, c.abort)
+	}
 	if c.fail {
 		return "", errHandler
 	}
@@ -630,6 +648,9 @@ func (m *machine) route(t *rapid.T, inv *invocation, reached bool, share *shared
 func (m *machine) Finish(t *rapid.T) {
 	inv := m.pickRunning(t)
 	inv.failed = rapid.IntRange(0, 3).Draw(t, "handlerFails") == 3
+	if inv.w.tx && !inv.failed {
+		inv.abort = rapid.IntRange(0, 3).Draw(t, "writeFails") == 3
+	}
 	op := opComplete
 	switch {
 	case inv.failed && inv.holds:
@@ -640,13 +661,16 @@ func (m *machine) Finish(t *rapid.T) {
 	f := drawFault(t, "finishFault")
 	m.store.plan(inv.id, op, f)
 	inv.value = fmt.Sprintf("response-%d", inv.id)
-	inv.cmd <- handlerCmd{fail: inv.failed, value: inv.value}
+	inv.cmd <- handlerCmd{fail: inv.failed, abort: inv.abort, value: inv.value}
 	m.wait(t, inv)
 	obs := m.store.take()
 	m.store.clear(inv.id)
 	how := "returns " + inv.value
-	if inv.failed {
+	switch {
+	case inv.failed:
 		how = "fails"
+	case inv.abort:
+		how += " with a write that fails"
 	}
 	t.Logf("#%d %s at %s: %v -> %s", inv.id, how, m.nowString(), obs, result(inv))
 	for _, o := range obs {
@@ -660,6 +684,7 @@ func (m *machine) Finish(t *rapid.T) {
 	}
 	m.apply(t, obs)
 	m.checkResult(t, inv)
+	m.checkWrites(t, inv)
 }
 
 // Crash kills a running owner: its process dies, so none of its writes
@@ -675,6 +700,7 @@ func (m *machine) Crash(t *rapid.T) {
 	t.Logf("#%d crashes at %s: %v -> %s", inv.id, m.nowString(), obs, result(inv))
 	m.apply(t, obs)
 	m.checkResult(t, inv)
+	m.checkWrites(t, inv)
 }
 
 // Jump moves the injected clock forward: by a fixed step, or to either side
@@ -798,13 +824,18 @@ func (m *machine) checkEntry(t *rapid.T, inv *invocation) {
 func (m *machine) apply(t *rapid.T, obs []observation) {
 	for _, o := range obs {
 		inv := m.invs[o.inv]
+		if o.tx {
+			c := o
+			inv.commit = &c
+		}
 		switch {
 		case !o.called:
 			// Never reached the store: nothing changed.
 			if o.op == opClaim {
 				inv.expect = expectStoreError
 			}
-		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, storage.ErrLeaseLost)):
+		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, storage.ErrLeaseLost)) &&
+			!(o.tx && inv.abort && errors.Is(o.err, storage.ErrTxAborted)):
 			t.Fatalf("%v: the store failed without an injected fault", o)
 		case o.op == opClaim:
 			m.applyClaim(t, inv, o)
@@ -904,6 +935,10 @@ func (m *machine) applyComplete(t *rapid.T, inv *invocation, o observation) {
 	owns := r != nil && r.lease == o.lease
 	landed := o.err == nil
 	switch {
+	case landed && inv.abort:
+		t.Fatalf("invariant 8 violated: %v, though one of its writes fails: a transaction with a failing write committed", o)
+	case !landed && owns && inv.abort && errors.Is(o.err, storage.ErrTxAborted):
+		// Nothing committed; the wrapper gives the record back next.
 	case landed && !owns:
 		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
 	case !landed && owns:
@@ -988,7 +1023,7 @@ func (m *machine) checkStep(t *rapid.T, inv *invocation) {
 // sentinels are the documented errors a wrapped function returns.
 var sentinels = []error{idempotent.ErrMissingKey, idempotent.ErrInvalidKey, idempotent.ErrInvalidPayload,
 	idempotent.ErrInProgress, idempotent.ErrPayloadMismatch, idempotent.ErrResponseNotStored,
-	idempotent.ErrResponseEncoding, idempotent.ErrStore, idempotent.ErrCorruptRecord}
+	idempotent.ErrResponseEncoding, idempotent.ErrStore, idempotent.ErrCorruptRecord, idempotent.ErrTxAborted}
 
 // checkResult checks what the caller of a returned invocation got against
 // what the model expected when the store answered its claim.
@@ -1019,6 +1054,8 @@ func (m *machine) checkResult(t *rapid.T, inv *invocation) {
 			t.Fatalf("#%d %s: its claim succeeded but its handler never ran", inv.id, got)
 		case inv.failed && !errors.Is(inv.err, errHandler):
 			t.Fatalf("#%d %s, not its handler's error", inv.id, got)
+		case inv.w.tx && !inv.failed:
+			m.checkTxResult(t, inv, got)
 		case !inv.failed && (inv.err != nil || inv.out != inv.value):
 			t.Fatalf("invariant 5 violated: #%d %s, not its handler's response %q", inv.id, got, inv.value)
 		}
@@ -1037,6 +1074,87 @@ func (m *machine) checkResult(t *rapid.T, inv *invocation) {
 	case expectStoreError:
 		if !errors.Is(inv.err, idempotent.ErrStore) || inv.out != "" {
 			t.Fatalf("invariant 5 violated: #%d %s after a store fault on its claim, not ErrStore", inv.id, got)
+		}
+	}
+}
+
+// writeName is the name of inv's write.
+func (m *machine) writeName(inv *invocation) string { return fmt.Sprintf("%s-w%d", m.prefix, inv.id) }
+
+// addWrites adds inv's write to its run's transaction, and a failing one
+// with abort.
+func (m *machine) addWrites(ctx context.Context, inv *invocation, abort bool) error {
+	tx, err := storage.TxFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.writes.Add(ctx, innerTx(tx), m.writeName(inv), false); err != nil {
+		return err
+	}
+	if abort {
+		return m.writes.Add(ctx, innerTx(tx), m.writeName(inv)+"-fails", true)
+	}
+	return nil
+}
+
+// checkTxResult checks what the caller of a tx wrapper whose handler
+// succeeded got: its response only when its commit landed, and never a
+// success whose writes did not commit — ErrInProgress when the lease was
+// lost, the store's ErrTxAborted when a write failed, ErrStore when the
+// wrapper cannot know (a fault, or a crashed owner's dropped commit).
+func (m *machine) checkTxResult(t *rapid.T, inv *invocation, got string) {
+	c := inv.commit
+	var want error
+	switch {
+	case inv.txErr != nil:
+		t.Fatalf("#%d: adding its writes failed: %v", inv.id, inv.txErr)
+	case c == nil:
+		t.Fatalf("#%d %s: its handler added writes and succeeded, but no commit was made", inv.id, got)
+	case c.dropped || c.fault != faultNone:
+		want = idempotent.ErrStore
+		m.stats.txUnknown.Add(1)
+	case c.err == nil:
+		if inv.err != nil || inv.out != inv.value {
+			t.Fatalf("invariant 5 violated: #%d %s, not its handler's response %q, though its commit landed", inv.id, got, inv.value)
+		}
+		m.stats.txCommitted.Add(1)
+		return
+	case errors.Is(c.err, storage.ErrLeaseLost):
+		want = idempotent.ErrInProgress
+		m.stats.txLeaseLost.Add(1)
+	case errors.Is(c.err, storage.ErrTxAborted):
+		want = idempotent.ErrTxAborted
+		m.stats.txAborted.Add(1)
+	default:
+		t.Fatalf("#%d: its commit failed with %v", inv.id, c.err)
+	}
+	if !errors.Is(inv.err, want) || inv.out != "" {
+		t.Fatalf("invariant 8 violated: #%d %s after %v, want an error wrapping %v: a caller never gets a success whose writes did not commit",
+			inv.id, got, c, want)
+	}
+}
+
+// checkWrites checks invariant 8 for an invocation whose call returned: its
+// write committed exactly when its commit landed (in the store, whatever
+// the wrapper was told).
+func (m *machine) checkWrites(t *rapid.T, inv *invocation) {
+	if !inv.w.tx {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	got, err := m.writes.Committed(ctx, m.writeName(inv))
+	if err != nil {
+		t.Fatalf("#%d: read its write: %v", inv.id, err)
+	}
+	want := inv.commit != nil && inv.commit.called && inv.commit.err == nil
+	if got != want {
+		t.Fatalf("invariant 8 violated: #%d: its write committed = %v, its completion landed = %v (%v): the writes and the completion commit together or not at all",
+			inv.id, got, want, inv.commit)
+	}
+	if inv.abort {
+		if got, err := m.writes.Committed(ctx, m.writeName(inv)+"-fails"); err != nil || got {
+			t.Fatalf("invariant 8 violated: #%d: its failing write committed = %v (%v)", inv.id, got, err)
 		}
 	}
 }

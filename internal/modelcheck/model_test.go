@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/idempotent/storetest"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -28,10 +29,13 @@ import (
 func TestModel(t *testing.T) {
 	for _, s := range []struct {
 		name string
-		open func(t *testing.T) func() storage.StepStore
+		open func(t *testing.T) func() (storage.StepStore, storetest.TxWrites)
 	}{
-		{"memory", func(*testing.T) func() storage.StepStore {
-			return func() storage.StepStore { return idempotent.NewMemoryStore() }
+		{"memory", func(*testing.T) func() (storage.StepStore, storetest.TxWrites) {
+			return func() (storage.StepStore, storetest.TxWrites) { return idempotent.NewMemoryStore(), nil }
+		}},
+		{"memory+tx", func(*testing.T) func() (storage.StepStore, storetest.TxWrites) {
+			return func() (storage.StepStore, storetest.TxWrites) { s := newMemTxStore(); return s, s }
 		}},
 		{"dynamodb", openDynamo},
 		{"redis", openRedis},
@@ -44,7 +48,8 @@ func TestModel(t *testing.T) {
 			var st stats
 			start := time.Now()
 			rapid.Check(t, func(rt *rapid.T) {
-				m := newMachine(rt, store(), fmt.Sprintf("mc%d", checks.Add(1)), &st)
+				inner, writes := store()
+				m := newMachine(rt, inner, writes, fmt.Sprintf("mc%d", checks.Add(1)), &st)
 				rt.Repeat(rapid.StateMachineActions(m))
 			})
 			t.Logf("%d runs (checks and shrinking) on the %s store in %v; %v", checks.Load(), s.name, time.Since(start).Round(time.Millisecond), &st)
@@ -63,41 +68,50 @@ type stats struct {
 	storeContended                   atomic.Int64 // refused by the store for another wrapper's INPROGRESS record
 	crossTakeovers                   atomic.Int64 // took over another wrapper's record
 	resumed, suspended               atomic.Int64 // claims that kept a finished step; failed runs that kept theirs
+	txCommitted, txLeaseLost         atomic.Int64 // tx commits that landed; refused for a lost lease
+	txAborted, txUnknown             atomic.Int64 // refused for a failing write; faulted or dropped (crash)
 }
 
 func (s *stats) String() string {
 	return fmt.Sprintf("answered by their wrapper's flight: %d ErrInProgress, %d ErrPayloadMismatch, %d shared replays; "+
 		"%d went to the store past a lapsed leader; %d races (%d seen waiting on a claim in flight); "+
 		"store refusals for another wrapper's INPROGRESS record: %d; takeovers across wrappers: %d; "+
-		"claims that resumed a finished step: %d; failed runs that suspended their record: %d",
+		"claims that resumed a finished step: %d; failed runs that suspended their record: %d; "+
+		"transactions: %d committed, %d lost their lease, %d aborted by a failing write, %d faulted or dropped",
 		s.flightInProgress.Load(), s.flightMismatch.Load(), s.shared.Load(), s.pastLapsed.Load(),
 		s.races.Load(), s.waited.Load(), s.storeContended.Load(), s.crossTakeovers.Load(),
-		s.resumed.Load(), s.suspended.Load())
+		s.resumed.Load(), s.suspended.Load(), s.txCommitted.Load(), s.txLeaseLost.Load(), s.txAborted.Load(), s.txUnknown.Load())
 }
 
-// openDynamo returns a store on a fresh table of DynamoDB Local, or skips
-// (or, under scripts/with-dynamodb.sh, fails) without one.
-func openDynamo(t *testing.T) func() storage.StepStore {
+// openDynamo returns a store on a fresh table of DynamoDB Local, with the
+// writes of its transactions in a second table, or skips (or, under
+// scripts/with-dynamodb.sh, fails) without one.
+func openDynamo(t *testing.T) func() (storage.StepStore, storetest.TxWrites) {
 	client := localddbtest.Client(t)
-	table := localddb.Table{Name: localddb.UniqueTables(t.Name()).Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
+	names := localddb.UniqueTables(t.Name())
+	table := localddb.Table{Name: names.Idempotency, PartitionKey: "id", TTLAttribute: "expiration"}
+	writesTable := localddb.Table{Name: names.Payments, PartitionKey: "pk"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, localddb.CreateTable(ctx, client, table))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := localddb.DeleteTable(ctx, client, table.Name); err != nil {
-			t.Error(err)
-		}
-	})
+	for _, tb := range []localddb.Table{table, writesTable} {
+		require.NoError(t, localddb.CreateTable(ctx, client, tb))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := localddb.DeleteTable(ctx, client, tb.Name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	store := dynamostore.New(client, table.Name)
-	return func() storage.StepStore { return store }
+	writes := dynamoWrites{client: client, table: writesTable.Name}
+	return func() (storage.StepStore, storetest.TxWrites) { return store, writes }
 }
 
 // openRedis returns a store on its own key prefix of the server at
 // REDIS_URL, or skips without one unless IDEMKIT_REQUIRE_REDIS=1 (set by
 // scripts/with-redis.sh) says it must be there.
-func openRedis(t *testing.T) func() storage.StepStore {
+func openRedis(t *testing.T) func() (storage.StepStore, storetest.TxWrites) {
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
 		if os.Getenv("IDEMKIT_REQUIRE_REDIS") == "1" {
@@ -131,5 +145,5 @@ func openRedis(t *testing.T) func() storage.StepStore {
 		}
 	})
 	store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
-	return func() storage.StepStore { return store }
+	return func() (storage.StepStore, storetest.TxWrites) { return store, nil }
 }
