@@ -181,6 +181,6 @@ test-min-go: deps-test
 # docs/provisioning.md against the table the CDK stack synthesizes (infra/docs_test.go).
 .PHONY: docs-check
 docs-check: deps-docs
-	scripts/with-dynamodb.sh go test -count=1 ./internal/doccheck/
+	scripts/with-dynamodb.sh scripts/with-postgres.sh go test -count=1 ./internal/doccheck/
 	go test -count=1 -run '^Example' ./idempotent/...
 	cd infra && $(CDK_ENV) go test -count=1 -run '^TestProvisioning' ./...

@@ -14,7 +14,7 @@
 #             postgresql puts them in /usr/lib/postgresql/<N>/bin). Nothing if POSTGRES_URL is set.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
-#   demo = stress = dynamodb;  docs = dynamodb node;  bench = dynamodb redis postgres node;
+#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres node;
 #   test = make dynamodb redis postgres node.
 #
 # Runs apt-get update only when the package lists are missing, or when an install fails on stale lists.
@@ -28,7 +28,7 @@ for arg in "${@:-test}"; do
   case $arg in
     dynamodb | redis | postgres | node | make) needs+=("$arg") ;;
     demo | stress) needs+=(dynamodb) ;;
-    docs) needs+=(dynamodb node) ;;
+    docs) needs+=(dynamodb node postgres) ;;
     bench) needs+=(dynamodb redis postgres node) ;;
     test) needs+=(make dynamodb redis postgres node) ;;
     *)
