@@ -24,8 +24,8 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 	}
 	stepSize := int64(len(step.Name) + len(step.Data))
 	// The smallest record with the step: its id, lease and the step.
-	if min := int64(len(id)+len(lease)+fixedBytes) + stepSize; min > int64(s.opts.MaxItemBytes) {
-		return fmt.Errorf("pgstore: %s: %w: the record would be more than %d bytes (limit %d)", op, storage.ErrTooLarge, min, s.opts.MaxItemBytes)
+	if least := int64(len(id)+len(lease)+fixedBytes) + stepSize; least > int64(s.opts.MaxItemBytes) {
+		return fmt.Errorf("pgstore: %s: %w: the record would be more than %d bytes (limit %d)", op, storage.ErrTooLarge, least, s.opts.MaxItemBytes)
 	}
 	var (
 		done   bool
