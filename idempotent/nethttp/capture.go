@@ -47,7 +47,10 @@ type capture struct {
 
 // init readies c to capture a response meant for w.
 func (c *capture) init(w http.ResponseWriter, limit int64) {
-	c.w, c.outer, c.limit = w, w.Header().Clone(), limit
+	c.w, c.limit = w, limit
+	if h := w.Header(); len(h) > 0 { // as most writers come: nothing to copy
+		c.outer = h.Clone()
+	}
 }
 
 func (c *capture) Header() http.Header { return c.w.Header() }
@@ -162,17 +165,23 @@ func (c *capture) deliver() {
 		return
 	}
 	h := c.w.Header()
-	trailers := http.Header{}
+	var trailers http.Header // most responses have none
+	keep := func(name string, v []string) {
+		if trailers == nil {
+			trailers = http.Header{}
+		}
+		trailers[name] = v
+	}
 	for k, v := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
-			trailers[k] = v
+			keep(k, v)
 		}
 	}
 	for _, list := range c.sent.Values("Trailer") {
 		for name := range strings.SplitSeq(list, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
 				if v, ok := h[name]; ok {
-					trailers[name] = v
+					keep(name, v)
 				}
 			}
 		}
