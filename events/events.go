@@ -42,6 +42,16 @@ const (
 	// OrdersRedelivery: the batch delivered again (ApproximateReceiveCount 2)
 	// plus one new order.
 	OrdersRedelivery = "orders-redelivery.json"
+
+	// KinesisBatch: one shard of payment events with a producer retry and a
+	// poison record.
+	KinesisBatch = "kinesis-batch.json"
+	// DDBStreamsPayments: the payments table's stream (NEW_AND_OLD_IMAGES):
+	// three INSERTs and a MODIFY (a refund) of the first payment.
+	DDBStreamsPayments = "ddbstreams-payments.json"
+	// KafkaBatch: an MSK batch of two partitions of topic payments, with a
+	// producer retry carrying the same idempotency-key header.
+	KafkaBatch = "kafka-batch.json"
 )
 
 //go:embed *.json
@@ -79,6 +89,26 @@ func HTTP(name string) (awsevents.APIGatewayV2HTTPRequest, error) {
 // SQS decodes a sample SQS event, rejecting unknown fields as HTTP does.
 func SQS(name string) (awsevents.SQSEvent, error) {
 	var ev awsevents.SQSEvent
+	return ev, decode(name, &ev)
+}
+
+// Kinesis decodes a sample Kinesis event, rejecting unknown fields as HTTP does.
+func Kinesis(name string) (awsevents.KinesisEvent, error) {
+	var ev awsevents.KinesisEvent
+	return ev, decode(name, &ev)
+}
+
+// DynamoDB decodes a sample DynamoDB Streams event, rejecting unknown fields
+// as HTTP does.
+func DynamoDB(name string) (awsevents.DynamoDBEvent, error) {
+	var ev awsevents.DynamoDBEvent
+	return ev, decode(name, &ev)
+}
+
+// Kafka decodes a sample Kafka (MSK or self-managed) event, rejecting
+// unknown fields as HTTP does.
+func Kafka(name string) (awsevents.KafkaEvent, error) {
+	var ev awsevents.KafkaEvent
 	return ev, decode(name, &ev)
 }
 
