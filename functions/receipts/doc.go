@@ -28,6 +28,12 @@
 // must enable ReportBatchItemFailures, bisect on error, and bound its
 // retries, with an on-failure destination (the stack's does).
 //
+// Order matters: keyed by the payment, a change processed before the
+// payment's INSERT would take the payment's key and send nothing. Lambda
+// delivers a shard in order and ddbstreams keeps each item's records in
+// order, so that does not happen on a stream; the stack's event source
+// mapping passes only INSERTs anyway.
+//
 // # Guarantees
 //
 // While a payment's entry lives ([Expiry], longer than the stream keeps a
