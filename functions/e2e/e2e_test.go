@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,5 +81,9 @@ func localQueue(t *testing.T, orders e2e.Invoker) e2e.QueueSender {
 // TestCoversEverySample keeps the suite and events/ in step.
 func TestCoversEverySample(t *testing.T) {
 	t.Parallel()
-	assert.ElementsMatch(t, samples.Names(), e2e.Covered)
+	// The stream and Kafka samples are driven by their packages' tests
+	// (idempotent/kinesisbatch, ddbstreams, kafkabatch), and the payments
+	// stream by functions/receipts and the demo, not by this suite.
+	elsewhere := []string{samples.KinesisBatch, samples.DDBStreamsPayments, samples.KafkaBatch}
+	assert.ElementsMatch(t, samples.Names(), append(slices.Clone(e2e.Covered), elsewhere...))
 }
