@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/receipts"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/ddbstreams"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // receiptsTimeout is the receipts function's timeout in the stack

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/receipts"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/ddbstreams"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // The payments of the sample stream: A (INSERT, then a MODIFY: a refund), B
@@ -223,7 +223,7 @@ func TestFailureInTheMiddle(t *testing.T) {
 // crashAfterSend loses every completion, as if the process died after the
 // send step was recorded and before the payment's entry was completed. It
 // embeds the memory store, so it records steps.
-type crashAfterSend struct{ *idempotent.MemoryStore }
+type crashAfterSend struct{ storage.StepStore }
 
 func (crashAfterSend) Complete(context.Context, storage.Record) error {
 	return errors.New("test: the process crashed")

@@ -152,22 +152,22 @@ func SQS(name string) (events.SQSEvent, error) {
 }
 
 // Kinesis decodes a sample Kinesis event, rejecting unknown fields as HTTP does.
-func Kinesis(name string) (awsevents.KinesisEvent, error) {
-	var ev awsevents.KinesisEvent
+func Kinesis(name string) (events.KinesisEvent, error) {
+	var ev events.KinesisEvent
 	return ev, decode(name, &ev)
 }
 
 // DynamoDB decodes a sample DynamoDB Streams event, rejecting unknown fields
 // as HTTP does.
-func DynamoDB(name string) (awsevents.DynamoDBEvent, error) {
-	var ev awsevents.DynamoDBEvent
+func DynamoDB(name string) (events.DynamoDBEvent, error) {
+	var ev events.DynamoDBEvent
 	return ev, decode(name, &ev)
 }
 
 // Kafka decodes a sample Kafka (MSK or self-managed) event, rejecting
 // unknown fields as HTTP does.
-func Kafka(name string) (awsevents.KafkaEvent, error) {
-	var ev awsevents.KafkaEvent
+func Kafka(name string) (events.KafkaEvent, error) {
+	var ev events.KafkaEvent
 	return ev, decode(name, &ev)
 }
 
