@@ -20,6 +20,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
@@ -165,30 +166,30 @@ func TestBadHTTPInput(t *testing.T) {
 		status  int
 		problem string // "" when the handler answers
 	}{
-		{"no key", func(r *events.APIGatewayV2HTTPRequest) { delete(r.Headers, "idempotency-key") }, 400, apigateway.ProblemMissingKey},
-		{"empty key", withHeader("idempotency-key", ""), 400, apigateway.ProblemInvalidKey},
-		{"blank key", withHeader("idempotency-key", "  \t "), 400, apigateway.ProblemInvalidKey},
-		{"empty quoted key", withHeader("idempotency-key", `""`), 400, apigateway.ProblemInvalidKey},
-		{"key of 256 bytes", withHeader("idempotency-key", strings.Repeat("k", apigateway.MaxKeyLength+1)), 400, apigateway.ProblemInvalidKey},
-		{"huge key", withHeader("idempotency-key", strings.Repeat("k", 1<<20)), 400, apigateway.ProblemInvalidKey},
-		{"non-ASCII key", withHeader("idempotency-key", "ключ"), 400, apigateway.ProblemInvalidKey},
-		{"non-UTF-8 key", withHeader("idempotency-key", "k\xff"), 400, apigateway.ProblemInvalidKey},
-		{"control character in key", withHeader("idempotency-key", "k\x00y"), 400, apigateway.ProblemInvalidKey},
-		{"two keys", withHeader("idempotency-key", "a, b"), 400, apigateway.ProblemInvalidKey},
-		{"badly quoted key", withHeader("idempotency-key", `"abc`), 400, apigateway.ProblemInvalidKey},
-		{"truncated JSON body", withBody(`{"amount":`), 400, apigateway.ProblemInvalidJSON},
-		{"body not JSON at all", withBody(`amount=1&currency=EUR`), 400, apigateway.ProblemInvalidJSON},
-		{"JSON with a duplicate key", withBody(`{"amount":1,"amount":2}`), 400, apigateway.ProblemInvalidJSON},
-		{"JSON nested too deeply", withBody(strings.Repeat("[", 600) + strings.Repeat("]", 600)), 400, apigateway.ProblemInvalidJSON},
-		{"JSON body not UTF-8", withBody("{\"name\":\"\xff\"}"), 400, apigateway.ProblemInvalidJSON},
-		{"key of 255 bytes", withHeader("idempotency-key", strings.Repeat("k", apigateway.MaxKeyLength)), 201, ""},
+		{"no key", func(r *events.APIGatewayV2HTTPRequest) { delete(r.Headers, "idempotency-key") }, 400, nethttp.ProblemMissingKey},
+		{"empty key", withHeader("idempotency-key", ""), 400, nethttp.ProblemInvalidKey},
+		{"blank key", withHeader("idempotency-key", "  \t "), 400, nethttp.ProblemInvalidKey},
+		{"empty quoted key", withHeader("idempotency-key", `""`), 400, nethttp.ProblemInvalidKey},
+		{"key of 256 bytes", withHeader("idempotency-key", strings.Repeat("k", nethttp.MaxKeyLength+1)), 400, nethttp.ProblemInvalidKey},
+		{"huge key", withHeader("idempotency-key", strings.Repeat("k", 1<<20)), 400, nethttp.ProblemInvalidKey},
+		{"non-ASCII key", withHeader("idempotency-key", "ключ"), 400, nethttp.ProblemInvalidKey},
+		{"non-UTF-8 key", withHeader("idempotency-key", "k\xff"), 400, nethttp.ProblemInvalidKey},
+		{"control character in key", withHeader("idempotency-key", "k\x00y"), 400, nethttp.ProblemInvalidKey},
+		{"two keys", withHeader("idempotency-key", "a, b"), 400, nethttp.ProblemInvalidKey},
+		{"badly quoted key", withHeader("idempotency-key", `"abc`), 400, nethttp.ProblemInvalidKey},
+		{"truncated JSON body", withBody(`{"amount":`), 400, nethttp.ProblemInvalidJSON},
+		{"body not JSON at all", withBody(`amount=1&currency=EUR`), 400, nethttp.ProblemInvalidJSON},
+		{"JSON with a duplicate key", withBody(`{"amount":1,"amount":2}`), 400, nethttp.ProblemInvalidJSON},
+		{"JSON nested too deeply", withBody(strings.Repeat("[", 600) + strings.Repeat("]", 600)), 400, nethttp.ProblemInvalidJSON},
+		{"JSON body not UTF-8", withBody("{\"name\":\"\xff\"}"), 400, nethttp.ProblemInvalidJSON},
+		{"key of 255 bytes", withHeader("idempotency-key", strings.Repeat("k", nethttp.MaxKeyLength)), 201, ""},
 		{"text body", func(r *events.APIGatewayV2HTTPRequest) {
 			r.Headers["content-type"] = "text/plain"
 			r.Body = "amount=1"
 		}, 201, ""},
 		{"bad base64 body that is not JSON either", func(r *events.APIGatewayV2HTTPRequest) {
 			r.Body, r.IsBase64Encoded = "%%%not base64", true
-		}, 400, apigateway.ProblemInvalidJSON},
+		}, 400, nethttp.ProblemInvalidJSON},
 		{"bad base64 body that is JSON text", func(r *events.APIGatewayV2HTTPRequest) {
 			r.Body, r.IsBase64Encoded = `"not base64!"`, true
 		}, 201, ""},
@@ -202,7 +203,7 @@ func TestBadHTTPInput(t *testing.T) {
 			require.NoError(t, err, "the adapter never returns an error")
 			assert.Equal(t, tt.status, resp.StatusCode, resp.Body)
 			if tt.problem != "" {
-				assert.Equal(t, apigateway.ContentTypeProblem, resp.Headers["Content-Type"])
+				assert.Equal(t, nethttp.ContentTypeProblem, resp.Headers["Content-Type"])
 				var p struct{ Type, Detail string }
 				require.NoError(t, json.Unmarshal([]byte(resp.Body), &p))
 				assert.Equal(t, tt.problem, p.Type)
@@ -234,8 +235,8 @@ func TestBadPaymentRequests(t *testing.T) {
 		status  int
 		problem string
 	}{
-		{"missing key", samples.PaymentMissingKey, nil, 400, apigateway.ProblemMissingKey},
-		{"malformed JSON", samples.PaymentMalformedJSON, nil, 400, apigateway.ProblemInvalidJSON},
+		{"missing key", samples.PaymentMissingKey, nil, 400, nethttp.ProblemMissingKey},
+		{"malformed JSON", samples.PaymentMalformedJSON, nil, 400, nethttp.ProblemInvalidJSON},
 		{"amount zero", samples.PaymentInvalidAmountZero, nil, 400, payments.ProblemInvalidRequest},
 		{"amount string", samples.PaymentInvalidAmountString, nil, 400, payments.ProblemInvalidRequest},
 		{"amount fraction", samples.PaymentInvalidAmountFraction, nil, 400, payments.ProblemInvalidRequest},

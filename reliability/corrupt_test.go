@@ -19,8 +19,8 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
@@ -285,8 +285,8 @@ func TestCorruptPaymentRecords(t *testing.T) {
 			var resp events.APIGatewayV2HTTPResponse
 			require.NoError(t, json.Unmarshal(out, &resp))
 			assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, resp.Body)
-			assert.Contains(t, resp.Body, apigateway.ProblemCorruptRecord)
-			assert.Empty(t, resp.Headers[apigateway.HeaderReplayed])
+			assert.Contains(t, resp.Body, nethttp.ProblemCorruptRecord)
+			assert.Empty(t, resp.Headers[nethttp.HeaderReplayed])
 		})
 	}
 	assert.Len(t, e.ledger(t), int(paid.Load()), "no payment ran twice")

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/payments"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -184,7 +184,7 @@ type httpResponse struct {
 	}
 }
 
-func (r httpResponse) replayed() bool { return r.Headers[apigateway.HeaderReplayed] == "true" }
+func (r httpResponse) replayed() bool { return r.Headers[nethttp.HeaderReplayed] == "true" }
 
 // ledger scans the payments table.
 func (e *env) ledger(t testing.TB) []payments.LedgerItem {
@@ -242,7 +242,7 @@ func TestCrashKill9(t *testing.T) {
 
 	early := startCrashee(t, e, key).response()
 	assert.Equal(t, http.StatusConflict, early.StatusCode)
-	assert.Equal(t, apigateway.ProblemInProgress, early.problem.Type)
+	assert.Equal(t, nethttp.ProblemInProgress, early.problem.Type)
 
 	late := startCrashee(t, e, key, "-offset", pastLease.String())
 	took := late.response()

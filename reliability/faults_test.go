@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -315,7 +315,7 @@ func TestClaimFaultsThroughAdapters(t *testing.T) {
 		require.NoError(t, err, "the adapter never returns an error")
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, "1", resp.Headers["Retry-After"])
-		assert.Contains(t, resp.Body, apigateway.ProblemStoreUnavailable)
+		assert.Contains(t, resp.Body, nethttp.ProblemStoreUnavailable)
 		assert.Zero(t, runs.Load())
 
 		e.faults.disarm()

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -157,7 +158,7 @@ func TestOversizedHTTPResponse(t *testing.T) {
 	dup, err := handler(ctxTimeout(t, 30*time.Second), req)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusConflict, dup.StatusCode)
-	assert.Contains(t, dup.Body, apigateway.ProblemResponseNotStored)
+	assert.Contains(t, dup.Body, nethttp.ProblemResponseNotStored)
 	assert.Empty(t, dup.Headers["Retry-After"])
 	assert.Equal(t, int32(1), runs.Load())
 	assert.Empty(t, e.inProgress(t))

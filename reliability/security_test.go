@@ -16,8 +16,8 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
@@ -165,7 +165,7 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 	require.NoError(t, err)
 	out, err := failing(context.Background(), in)
 	require.NoError(t, err)
-	assert.Contains(t, string(out), apigateway.ProblemInternal)
+	assert.Contains(t, string(out), nethttp.ProblemInternal)
 
 	// Orders: a valid order, its duplicate, a poison message, an invalid one.
 	invokeOrders := e2e.LocalInvoker(orders.New(store, e.client, e.tables.Inventory), e2e.OrdersTimeout)

@@ -26,8 +26,8 @@ import (
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/functions/receipts"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
@@ -199,7 +199,7 @@ func stressPayments(t *testing.T, e *env, store *dynamostore.Store, run string) 
 				fail("key %d: %v", key, err)
 				return
 			}
-			replayed := resp.Headers[apigateway.HeaderReplayed] == "true"
+			replayed := resp.Headers[nethttp.HeaderReplayed] == "true"
 			switch {
 			case resp.StatusCode == http.StatusCreated:
 				statuses.add(map[bool]string{false: "201", true: "201 replayed"}[replayed])
@@ -219,7 +219,7 @@ func stressPayments(t *testing.T, e *env, store *dynamostore.Store, run string) 
 				}
 				mu.Unlock()
 				return
-			case resp.StatusCode == http.StatusConflict && strings.Contains(resp.Body, apigateway.ProblemInProgress) && attempt < maxRetries:
+			case resp.StatusCode == http.StatusConflict && strings.Contains(resp.Body, nethttp.ProblemInProgress) && attempt < maxRetries:
 				statuses.add("409 in progress")
 				retries.Add(1)
 				time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond) // the client's backoff

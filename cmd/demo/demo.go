@@ -19,9 +19,9 @@ import (
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/emf"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/internal/localddb"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
@@ -159,7 +159,7 @@ type answer struct {
 }
 
 func newAnswer(r events.APIGatewayV2HTTPResponse) answer {
-	a := answer{status: r.StatusCode, body: r.Body, replayed: r.Headers[apigateway.HeaderReplayed] == "true", retry: r.Headers["Retry-After"]}
+	a := answer{status: r.StatusCode, body: r.Body, replayed: r.Headers[nethttp.HeaderReplayed] == "true", retry: r.Headers["Retry-After"]}
 	if r.StatusCode == 201 {
 		_ = json.Unmarshal([]byte(r.Body), &a.payment)
 		return a

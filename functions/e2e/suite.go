@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/payments"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
@@ -98,7 +98,7 @@ func (a *httpAnswer) header(name string) string {
 	return ""
 }
 
-func (a *httpAnswer) replayed() bool { return a.header(apigateway.HeaderReplayed) == "true" }
+func (a *httpAnswer) replayed() bool { return a.header(nethttp.HeaderReplayed) == "true" }
 
 // paymentEvent loads a payments sample made the scenario's own.
 func (s *scenario) paymentEvent(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
@@ -133,7 +133,7 @@ func (s *scenario) tryPay(ev events.APIGatewayV2HTTPRequest) (httpAnswer, error)
 	}
 	if a.StatusCode == http.StatusCreated {
 		err = json.Unmarshal([]byte(a.Body), &a.payment)
-	} else if strings.HasPrefix(a.header("Content-Type"), apigateway.ContentTypeProblem) {
+	} else if strings.HasPrefix(a.header("Content-Type"), nethttp.ContentTypeProblem) {
 		err = json.Unmarshal([]byte(a.Body), &a.problem)
 	}
 	return a, err
@@ -171,7 +171,7 @@ func assertCreated(t *testing.T, a httpAnswer, customer string, amount int64) pa
 func assertReplayOf(t *testing.T, first, a httpAnswer) {
 	t.Helper()
 	require.Equal(t, first.StatusCode, a.StatusCode, "body: %s", a.Body)
-	assert.True(t, a.replayed(), "a replay carries %s: true", apigateway.HeaderReplayed)
+	assert.True(t, a.replayed(), "a replay carries %s: true", nethttp.HeaderReplayed)
 	assert.Equal(t, first.Body, a.Body)
 	for k, v := range first.Headers {
 		assert.Equal(t, v, a.header(k), "header %s", k)
@@ -181,7 +181,7 @@ func assertReplayOf(t *testing.T, first, a httpAnswer) {
 func assertProblem(t *testing.T, a httpAnswer, status int, typ string) {
 	t.Helper()
 	require.Equal(t, status, a.StatusCode, "body: %s", a.Body)
-	assert.Equal(t, apigateway.ContentTypeProblem, a.header("Content-Type"))
+	assert.Equal(t, nethttp.ContentTypeProblem, a.header("Content-Type"))
 	assert.Equal(t, typ, a.problem.Type)
 	assert.Equal(t, status, a.problem.Status)
 }
@@ -203,11 +203,11 @@ func paymentsStory(t *testing.T, s *scenario) {
 	assertReplayOf(t, first, replay)
 
 	mismatch := s.pay(t, s.paymentEvent(t, samples.PaymentDifferentBody))
-	assertProblem(t, mismatch, http.StatusUnprocessableEntity, apigateway.ProblemPayloadMismatch)
+	assertProblem(t, mismatch, http.StatusUnprocessableEntity, nethttp.ProblemPayloadMismatch)
 	assert.NotContains(t, mismatch.Body, pay.PaymentID, "a mismatch never sees the first answer")
 
 	missing := s.pay(t, s.paymentEvent(t, samples.PaymentMissingKey))
-	assertProblem(t, missing, http.StatusBadRequest, apigateway.ProblemMissingKey)
+	assertProblem(t, missing, http.StatusBadRequest, nethttp.ProblemMissingKey)
 
 	bob := s.pay(t, s.paymentEvent(t, samples.PaymentSecondCaller))
 	bobPay := assertCreated(t, bob, customer, 2500)
@@ -238,7 +238,7 @@ func paymentsInvalid(t *testing.T, s *scenario) {
 	t.Run(samples.PaymentMalformedJSON, func(t *testing.T) {
 		for range 2 {
 			a := s.pay(t, s.paymentEvent(t, samples.PaymentMalformedJSON))
-			assertProblem(t, a, http.StatusBadRequest, apigateway.ProblemInvalidJSON)
+			assertProblem(t, a, http.StatusBadRequest, nethttp.ProblemInvalidJSON)
 			assert.False(t, a.replayed(), "refused before a record was written")
 		}
 	})
@@ -274,7 +274,7 @@ func paymentsConcurrent(t *testing.T, s *scenario) {
 		case a.StatusCode == http.StatusCreated:
 			replays++
 		case a.StatusCode == http.StatusConflict:
-			assertProblem(t, a, http.StatusConflict, apigateway.ProblemInProgress)
+			assertProblem(t, a, http.StatusConflict, nethttp.ProblemInProgress)
 			assert.NotEmpty(t, a.header("Retry-After"))
 			inProgress++
 		default:

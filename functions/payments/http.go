@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // MaxBody is the largest request body NewHTTPHandler reads: 6 MiB, Lambda's
@@ -47,7 +47,7 @@ func NewHTTPHandler(ledger Ledger, table string) http.Handler {
 		if err != nil {
 			slog.ErrorContext(r.Context(), "payments: the request failed", slog.String("error", err.Error()))
 			writeResponse(w, problemResponse(problem{
-				Type:   apigateway.ProblemInternal,
+				Type:   nethttp.ProblemInternal,
 				Title:  "Internal server error",
 				Status: http.StatusInternalServerError,
 				Detail: "The request could not be processed. It may be retried with the same Idempotency-Key.",

@@ -16,7 +16,6 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
@@ -60,7 +59,7 @@ func TestHTTPHandler(t *testing.T) {
 	const key = "8e03978e-40d5-43e8-bc93-6894a57f9324"
 	failed, failedBody := post(payments.Path, "application/json", key, body)
 	assert.Equal(t, http.StatusInternalServerError, failed.StatusCode)
-	assert.Equal(t, apigateway.ProblemInternal, problemType(failedBody))
+	assert.Equal(t, nethttp.ProblemInternal, problemType(failedBody))
 	assert.NotContains(t, failedBody, "ProvisionedThroughput", "internal errors are not shown")
 
 	first, firstBody := post(payments.Path, "application/json", key, body)

@@ -20,7 +20,7 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
@@ -44,7 +44,7 @@ type problem struct {
 
 func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) problem {
 	t.Helper()
-	assert.Equal(t, apigateway.ContentTypeProblem, resp.Headers["Content-Type"])
+	assert.Equal(t, nethttp.ContentTypeProblem, resp.Headers["Content-Type"])
 	var p problem
 	require.NoError(t, json.Unmarshal([]byte(resp.Body), &p), resp.Body)
 	assert.Equal(t, resp.StatusCode, p.Status)
@@ -88,7 +88,7 @@ func TestAnswers(t *testing.T) {
 		}, status: http.StatusBadRequest, problem: payments.ProblemInvalidRequest},
 		{name: "missing key", mutate: func(ev *events.APIGatewayV2HTTPRequest) {
 			delete(ev.Headers, "idempotency-key")
-		}, status: http.StatusBadRequest, problem: apigateway.ProblemMissingKey},
+		}, status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestInvalidBodyIsReplayed(t *testing.T) {
 	again, err := handler(t.Context(), invalid)
 	require.NoError(t, err)
 	assert.Equal(t, first.Body, again.Body)
-	assert.Equal(t, "true", again.Headers[apigateway.HeaderReplayed])
+	assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
 
 	// The corrected body needs a new key.
 	fixed, err := handler(t.Context(), request(t, nil))
@@ -160,13 +160,13 @@ func TestLedgerFailure(t *testing.T) {
 	failed, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err, "the adapter answers, it never fails")
 	assert.Equal(t, http.StatusInternalServerError, failed.StatusCode)
-	assert.Equal(t, apigateway.ProblemInternal, decodeProblem(t, failed).Type)
+	assert.Equal(t, nethttp.ProblemInternal, decodeProblem(t, failed).Type)
 	assert.NotContains(t, failed.Body, "ProvisionedThroughput", "internal errors are not shown")
 
 	retried, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusCreated, retried.StatusCode)
-	assert.Empty(t, retried.Headers[apigateway.HeaderReplayed])
+	assert.Empty(t, retried.Headers[nethttp.HeaderReplayed])
 	items, _ := ledger.Ledger(t.Context())
 	assert.Len(t, items, 1)
 }
@@ -206,7 +206,7 @@ func TestTakeoverRecordsOnePayment(t *testing.T) {
 	second, err := handler(ctx, request(t, nil))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, second.StatusCode)
-	assert.Empty(t, second.Headers[apigateway.HeaderReplayed], "the takeover ran the handler again")
+	assert.Empty(t, second.Headers[nethttp.HeaderReplayed], "the takeover ran the handler again")
 	assert.JSONEq(t, first.Body, second.Body, "and answered with the payment the first run recorded")
 
 	items, _ := ledger.Ledger(t.Context())
@@ -264,7 +264,7 @@ func TestKeyReusedAfterExpiry(t *testing.T) {
 	again, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, again.StatusCode)
-	assert.Empty(t, again.Headers[apigateway.HeaderReplayed], "a new record: the handler ran")
+	assert.Empty(t, again.Headers[nethttp.HeaderReplayed], "a new record: the handler ran")
 	assert.JSONEq(t, first.Body, again.Body, "the same payment")
 
 	offset.Store(int64(3*payments.Expiry + time.Hour)) // expired again

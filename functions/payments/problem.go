@@ -6,14 +6,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // Problem types of the payments function's own answers, in the format of
 // the idempotency adapter's (RFC 9457 problem details, served as
 // application/problem+json with Cache-Control: no-store). The adapter's
 // answers (missing or invalid key, in progress, payload mismatch, ...) keep
-// their own types, apigateway.Problem*.
+// their own types, nethttp.Problem*.
 const (
 	// ProblemInvalidRequest: 400, the body is not a valid payment request;
 	// the member "invalid-params" lists every field at fault.
@@ -43,7 +43,7 @@ type problem struct {
 func problemResponse(p problem, extraHeaders ...string) events.APIGatewayV2HTTPResponse {
 	body, _ := json.Marshal(p) // strings, an int and a slice of strings always marshal
 	headers := map[string]string{
-		"Content-Type":  apigateway.ContentTypeProblem,
+		"Content-Type":  nethttp.ContentTypeProblem,
 		"Cache-Control": "no-store",
 	}
 	for i := 0; i+1 < len(extraHeaders); i += 2 {

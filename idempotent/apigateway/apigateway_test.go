@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
@@ -204,7 +205,7 @@ func TestMethods(t *testing.T) {
 					call(r)
 					assert.True(t, replayed(call(r)), m)
 					assert.Equal(t, 1, c.count(), m)
-					requireProblem(t, call(req{method: m}), http.StatusBadRequest, apigateway.ProblemMissingKey)
+					requireProblem(t, call(req{method: m}), http.StatusBadRequest, nethttp.ProblemMissingKey)
 				}
 				for _, m := range tt.through {
 					var c counter
@@ -242,7 +243,7 @@ func TestMissingKey(t *testing.T) {
 				{headers: map[string]string{"Content-Type": "application/json"}, body: "{}"},
 				{headers: map[string]string{"X-Idempotency-Key": "k"}, body: "{}"},
 			} {
-				requireProblem(t, call(r), http.StatusBadRequest, apigateway.ProblemMissingKey)
+				requireProblem(t, call(r), http.StatusBadRequest, nethttp.ProblemMissingKey)
 			}
 			assert.Zero(t, c.count())
 		})
@@ -260,7 +261,7 @@ func TestMissingKey(t *testing.T) {
 			// With a key the request is still idempotent, and a bad key still refused.
 			call(post("k", "{}"))
 			assert.True(t, replayed(call(post("k", "{}"))))
-			requireProblem(t, call(post("", "{}")), http.StatusBadRequest, apigateway.ProblemInvalidKey)
+			requireProblem(t, call(post("", "{}")), http.StatusBadRequest, nethttp.ProblemInvalidKey)
 			assert.Equal(t, 3, c.count())
 		})
 	}
@@ -271,8 +272,8 @@ func TestInvalidKey(t *testing.T) {
 	tests := []struct{ name, key string }{
 		{"empty", ""},
 		{"blank", "   "},
-		{"too long", strings.Repeat("k", apigateway.MaxKeyLength+1)},
-		{"too long quoted", `"` + strings.Repeat("k", apigateway.MaxKeyLength+1) + `"`},
+		{"too long", strings.Repeat("k", nethttp.MaxKeyLength+1)},
+		{"too long quoted", `"` + strings.Repeat("k", nethttp.MaxKeyLength+1) + `"`},
 		{"empty quoted", `""`},
 		{"non-ASCII", "clé"},
 		{"control character", "ab\x01c"},
@@ -294,7 +295,7 @@ func TestInvalidKey(t *testing.T) {
 				t.Parallel()
 				var c counter
 				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), c.handle)
-				detail := requireProblem(t, call(post(tt.key, "{}")), http.StatusBadRequest, apigateway.ProblemInvalidKey)
+				detail := requireProblem(t, call(post(tt.key, "{}")), http.StatusBadRequest, nethttp.ProblemInvalidKey)
 				assert.Zero(t, c.count())
 				if len(tt.key) > 3 {
 					assert.NotContains(t, detail, tt.key, "the detail never quotes the key")
@@ -306,7 +307,7 @@ func TestInvalidKey(t *testing.T) {
 
 func TestKeyForms(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("k", apigateway.MaxKeyLength)
+	long := strings.Repeat("k", nethttp.MaxKeyLength)
 	tests := []struct {
 		name        string
 		first, then req
@@ -400,7 +401,7 @@ func TestFingerprint(t *testing.T) {
 					assert.True(t, replayed(second))
 					return
 				}
-				requireProblem(t, second, http.StatusUnprocessableEntity, apigateway.ProblemPayloadMismatch)
+				requireProblem(t, second, http.StatusUnprocessableEntity, nethttp.ProblemPayloadMismatch)
 				assert.NotContains(t, second.body, "first-response-secret", "a mismatch never leaks the first response")
 			})
 		}
@@ -434,7 +435,7 @@ func TestInvalidJSON(t *testing.T) {
 					assert.Equal(t, 1, c.count())
 					return
 				}
-				detail := requireProblem(t, out, tt.status, apigateway.ProblemInvalidJSON)
+				detail := requireProblem(t, out, tt.status, nethttp.ProblemInvalidJSON)
 				assert.Zero(t, c.count())
 				assert.NotContains(t, detail, `"a"`, "the detail never quotes the body")
 			})
@@ -470,11 +471,11 @@ func TestInProgress(t *testing.T) {
 				<-started
 
 				busy := call(post("k", `{"a":1}`))
-				requireProblem(t, busy, http.StatusConflict, apigateway.ProblemInProgress)
+				requireProblem(t, busy, http.StatusConflict, nethttp.ProblemInProgress)
 				assert.Equal(t, tt.retryAfter, busy.headers["Retry-After"])
 
 				// A different payload is a mismatch even while the first runs.
-				requireProblem(t, call(post("k", `{"a":2}`)), http.StatusUnprocessableEntity, apigateway.ProblemPayloadMismatch)
+				requireProblem(t, call(post("k", `{"a":2}`)), http.StatusUnprocessableEntity, nethttp.ProblemPayloadMismatch)
 
 				close(release)
 				first := <-done
@@ -524,7 +525,7 @@ func TestHandlerFailure(t *testing.T) {
 				})
 
 				first := call(post("k", "{}"))
-				requireProblem(t, first, http.StatusInternalServerError, apigateway.ProblemInternal)
+				requireProblem(t, first, http.StatusInternalServerError, nethttp.ProblemInternal)
 				assert.NotContains(t, first.body, "hunter2", "no internal details reach the client")
 				assert.NotContains(t, first.body, "partial")
 				assert.Contains(t, logs.String(), "apigateway: handler failed")
@@ -557,9 +558,9 @@ func TestPassThroughFailure(t *testing.T) {
 				}
 				return resp{}, errors.New("secret detail")
 			})
-			requireProblem(t, call(req{method: http.MethodGet, path: "/panic"}), http.StatusInternalServerError, apigateway.ProblemInternal)
+			requireProblem(t, call(req{method: http.MethodGet, path: "/panic"}), http.StatusInternalServerError, nethttp.ProblemInternal)
 			out := call(req{method: http.MethodGet})
-			requireProblem(t, out, http.StatusInternalServerError, apigateway.ProblemInternal)
+			requireProblem(t, out, http.StatusInternalServerError, nethttp.ProblemInternal)
 			assert.NotContains(t, out.body, "secret")
 		})
 	}
@@ -576,7 +577,7 @@ func TestStoreFailure(t *testing.T) {
 			}}
 			call := f.wrap(t, newEngine(store), c.handle, apigateway.WithRetryAfter(5*time.Second))
 			out := call(post("k", "{}"))
-			detail := requireProblem(t, out, http.StatusServiceUnavailable, apigateway.ProblemStoreUnavailable)
+			detail := requireProblem(t, out, http.StatusServiceUnavailable, nethttp.ProblemStoreUnavailable)
 			assert.Equal(t, "5", out.headers["Retry-After"])
 			assert.NotContains(t, detail, "Provisioned")
 			assert.Zero(t, c.count())
@@ -588,7 +589,7 @@ func TestStoreFailure(t *testing.T) {
 				panic("nil map in a store")
 			}}
 			call := f.wrap(t, newEngine(store), c.handle)
-			requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, apigateway.ProblemInternal)
+			requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, nethttp.ProblemInternal)
 			assert.Zero(t, c.count())
 		})
 		t.Run(f.name+"/store panics after the handler ran", func(t *testing.T) {
@@ -641,7 +642,7 @@ func TestResponseNotStored(t *testing.T) {
 			assert.Equal(t, big, first.body, "the first client always gets its response")
 
 			second := call(post("k", "{}"))
-			requireProblem(t, second, http.StatusConflict, apigateway.ProblemResponseNotStored)
+			requireProblem(t, second, http.StatusConflict, nethttp.ProblemResponseNotStored)
 			assert.NotContains(t, second.headers, "Retry-After", "retrying does not help")
 			assert.Equal(t, 1, runs, "the side effect is not repeated")
 		})
@@ -672,7 +673,7 @@ func TestCorruptRecord(t *testing.T) {
 				t.Parallel()
 				var c counter
 				call := f.wrap(t, newEngine(&fakeStore{StepStore: idempotent.NewMemoryStore(), claim: tt.claim}), c.handle)
-				requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, apigateway.ProblemCorruptRecord)
+				requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, nethttp.ProblemCorruptRecord)
 				assert.Zero(t, c.count())
 			})
 		}
@@ -766,7 +767,7 @@ func TestEngineSettings(t *testing.T) {
 			), c.handle)
 			call(post("k", "{}"))
 			assert.True(t, replayed(call(post("k", "{}"))))
-			requireProblem(t, call(post("k", `{"a":1}`)), http.StatusUnprocessableEntity, apigateway.ProblemPayloadMismatch)
+			requireProblem(t, call(post("k", `{"a":1}`)), http.StatusUnprocessableEntity, nethttp.ProblemPayloadMismatch)
 			require.Len(t, events, 3)
 			assert.Equal(t, idempotent.OutcomeExecuted, events[0].Outcome)
 			assert.Equal(t, idempotent.OutcomeReplayed, events[1].Outcome)
@@ -866,7 +867,7 @@ func TestAuthorizerCaller(t *testing.T) {
 				"exactly 2^53": {"userId": 9007199254740992.0}, // also what 2^53+1 decodes to
 			} {
 				r := call(as(ctx))
-				requireProblem(t, r, http.StatusInternalServerError, apigateway.ProblemInternal)
+				requireProblem(t, r, http.StatusInternalServerError, nethttp.ProblemInternal)
 				assert.Equal(t, 5, c.count(), "%s field: the handler did not run", name)
 			}
 			assert.Contains(t, logs.String(), `has no usable \"userId\" field`)
@@ -882,7 +883,7 @@ func TestAuthorizerCaller(t *testing.T) {
 	// too, not put in the shared anonymous scope.
 	var c counter
 	call := wrapV2(t, newEngine(idempotent.NewMemoryStore()), c.handle, apigateway.WithAuthorizerCaller("userId"))
-	requireProblem(t, call(as(map[string]any{})), http.StatusInternalServerError, apigateway.ProblemInternal)
+	requireProblem(t, call(as(map[string]any{})), http.StatusInternalServerError, nethttp.ProblemInternal)
 	assert.Zero(t, c.count())
 
 	assert.PanicsWithValue(t, "apigateway: WithAuthorizerCaller: empty field name", func() {

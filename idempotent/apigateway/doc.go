@@ -28,7 +28,7 @@
 // idempotent.WithOptionalKey: a request without the header then runs without
 // idempotency); other methods go straight to the handler. Header names are matched case-insensitively. The key is either
 // the draft's RFC 8941 string ("8e03978e-40d5", with \" and \\ escaped) or a
-// bare token (8e03978e-40d5), the same key either way: at most MaxKeyLength
+// bare token (8e03978e-40d5), the same key either way: at most nethttp.MaxKeyLength
 // bytes of printable ASCII (a bare key: visible ASCII without commas). An
 // empty, overlong, non-ASCII, badly quoted or repeated key is refused.
 //
@@ -48,7 +48,8 @@
 //
 // The wrapped function never returns a Go error (API Gateway would answer a
 // bare 502): every failure is an application/problem+json (RFC 9457) response
-// with a stable type URI, exported as the Problem constants.
+// with a stable type URI, exported as package nethttp's Problem constants
+// (one vocabulary for both HTTP front doors).
 //
 //	case                                         status  type (https://idemkit.dev/problems/...)
 //	first request                                handler's response

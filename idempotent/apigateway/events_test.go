@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // Tests on raw events, for what the neutral harness cannot express: how each
@@ -30,10 +31,10 @@ func TestHeadersV1(t *testing.T) {
 		{name: "single only", single: map[string]string{"idempotency-key": "k"}, status: http.StatusOK},
 		{name: "multi only", multi: map[string][]string{"Idempotency-Key": {"k"}}, status: http.StatusOK},
 		{name: "multi wins over single", single: map[string]string{"Idempotency-Key": "other"}, multi: map[string][]string{"IDEMPOTENCY-KEY": {"k"}}, status: http.StatusOK},
-		{name: "repeated header", single: map[string]string{"Idempotency-Key": "b"}, multi: map[string][]string{"Idempotency-Key": {"a", "b"}}, status: http.StatusBadRequest, typ: apigateway.ProblemInvalidKey},
-		{name: "repeated identical header", multi: map[string][]string{"Idempotency-Key": {"k", "k"}}, status: http.StatusBadRequest, typ: apigateway.ProblemInvalidKey},
-		{name: "names differing in case", single: map[string]string{"Idempotency-Key": "a", "idempotency-key": "b"}, status: http.StatusBadRequest, typ: apigateway.ProblemInvalidKey},
-		{name: "empty multi list", multi: map[string][]string{"Idempotency-Key": {}}, status: http.StatusBadRequest, typ: apigateway.ProblemMissingKey},
+		{name: "repeated header", single: map[string]string{"Idempotency-Key": "b"}, multi: map[string][]string{"Idempotency-Key": {"a", "b"}}, status: http.StatusBadRequest, typ: nethttp.ProblemInvalidKey},
+		{name: "repeated identical header", multi: map[string][]string{"Idempotency-Key": {"k", "k"}}, status: http.StatusBadRequest, typ: nethttp.ProblemInvalidKey},
+		{name: "names differing in case", single: map[string]string{"Idempotency-Key": "a", "idempotency-key": "b"}, status: http.StatusBadRequest, typ: nethttp.ProblemInvalidKey},
+		{name: "empty multi list", multi: map[string][]string{"Idempotency-Key": {}}, status: http.StatusBadRequest, typ: nethttp.ProblemMissingKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestHeadersV1(t *testing.T) {
 			if tt.status == http.StatusOK {
 				out, err = h(context.Background(), ev)
 				require.NoError(t, err)
-				assert.Equal(t, "true", out.Headers[apigateway.HeaderReplayed])
+				assert.Equal(t, "true", out.Headers[nethttp.HeaderReplayed])
 				assert.Equal(t, 1, runs)
 			}
 		})
@@ -86,7 +87,7 @@ func TestHeadersV2(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.status, out.StatusCode)
 			if tt.status != http.StatusOK {
-				assert.Contains(t, out.Body, apigateway.ProblemInvalidKey)
+				assert.Contains(t, out.Body, nethttp.ProblemInvalidKey)
 			}
 		})
 	}
@@ -127,7 +128,7 @@ func TestEventsFromJSON(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusCreated, call(v1("alice", `"{\"a\":1,\"b\":2}"`)).StatusCode)
 		again := call(v1("alice", `"{\"b\":2, \"a\":1}"`))
-		assert.Equal(t, "true", again.Headers[apigateway.HeaderReplayed])
+		assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
 		assert.Equal(t, "application/json", again.Headers["Content-Type"])
 		assert.Equal(t, `{"order":1}`, again.Body)
 		assert.Equal(t, http.StatusCreated, call(v1("bob", `"{\"a\":1,\"b\":2}"`)).StatusCode)
@@ -151,7 +152,7 @@ func TestEventsFromJSON(t *testing.T) {
 		first := call(v2("alice", `"{\"a\":1}"`))
 		assert.Equal(t, []string{"s=1"}, first.Cookies)
 		again := call(v2("alice", `"{ \"a\" : 1 }"`))
-		assert.Equal(t, "true", again.Headers[apigateway.HeaderReplayed])
+		assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
 		assert.Equal(t, "application/json", again.Headers["content-type"])
 		assert.Empty(t, again.Cookies)
 		assert.Equal(t, http.StatusCreated, call(v2("bob", `"{\"a\":1}"`)).StatusCode)
@@ -178,11 +179,11 @@ func TestEventWithoutMethod(t *testing.T) {
 	requireMalformed := func(t *testing.T, out answer, runs int, seen []idempotent.Event) {
 		t.Helper()
 		assert.Equal(t, http.StatusBadRequest, out.status, out.body)
-		assert.Equal(t, apigateway.ContentTypeProblem, out.headers["Content-Type"])
-		assert.Empty(t, out.headers[apigateway.HeaderReplayed])
+		assert.Equal(t, nethttp.ContentTypeProblem, out.headers["Content-Type"])
+		assert.Empty(t, out.headers[nethttp.HeaderReplayed])
 		var p struct{ Type, Detail string }
 		require.NoError(t, json.Unmarshal([]byte(out.body), &p))
-		assert.Equal(t, apigateway.ProblemMalformedRequest, p.Type)
+		assert.Equal(t, nethttp.ProblemMalformedRequest, p.Type)
 		assert.Contains(t, p.Detail, "HTTP method")
 		assert.Zero(t, runs, "the handler did not run")
 		require.Len(t, seen, 1)

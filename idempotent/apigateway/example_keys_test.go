@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // The adapter keys on the Idempotency-Key header, scoped to the
@@ -47,7 +48,7 @@ func ExampleWrapV2_callerScope() {
 		request("req-3", "bob"),   // Bob, same key and body
 	} {
 		resp, _ := handler(context.Background(), req)
-		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers[apigateway.HeaderReplayed] == "true")
+		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers[nethttp.HeaderReplayed] == "true")
 	}
 	// Output:
 	// 201 {"payment":1} replayed: false
@@ -86,7 +87,7 @@ func ExampleWithAuthorizerCaller() {
 		request(map[string]any{"tenant": "acme"}),  // no userId: refused
 	} {
 		resp, _ := handler(context.Background(), req)
-		fmt.Println(resp.StatusCode, resp.Headers[apigateway.HeaderReplayed] == "true", payments)
+		fmt.Println(resp.StatusCode, resp.Headers[nethttp.HeaderReplayed] == "true", payments)
 	}
 	// Output:
 	// 201 false 1

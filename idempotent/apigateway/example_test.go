@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 func ExampleWrapV2() {
@@ -40,7 +41,7 @@ func ExampleWrapV2() {
 
 	for range 2 { // the client retries, say after a timeout
 		resp, _ := handler(context.Background(), req)
-		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers[apigateway.HeaderReplayed] == "true")
+		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers[nethttp.HeaderReplayed] == "true")
 	}
 	fmt.Println("charges:", charges)
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -203,14 +204,14 @@ func (c *counter) handle(_ context.Context, r req) (resp, error) {
 func (c *counter) count() int { return int(c.runs.Load()) }
 
 // replayed reports whether a response carries Idempotent-Replayed: true.
-func replayed(r resp) bool { return r.headers[apigateway.HeaderReplayed] == "true" }
+func replayed(r resp) bool { return r.headers[nethttp.HeaderReplayed] == "true" }
 
 // requireProblem asserts an application/problem+json answer of the given
 // status and type, and returns its detail.
 func requireProblem(t testing.TB, r resp, status int, typ string) string {
 	t.Helper()
 	require.Equal(t, status, r.status, "body: %s", r.body)
-	assert.Equal(t, apigateway.ContentTypeProblem, r.headers["Content-Type"])
+	assert.Equal(t, nethttp.ContentTypeProblem, r.headers["Content-Type"])
 	var p struct {
 		Type   string `json:"type"`
 		Title  string `json:"title"`

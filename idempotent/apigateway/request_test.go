@@ -34,7 +34,7 @@ func read(t *testing.T, r *http.Request, err error, scope string) request {
 	require.NoError(t, err)
 	return request{
 		method: strings.ToUpper(r.Method), path: r.URL.EscapedPath(), query: httprules.CanonicalRawQuery(r.URL.RawQuery),
-		keyValues: r.Header.Values(HeaderIdempotencyKey), contentType: r.Header.Get("Content-Type"), body: string(body), scope: scope,
+		keyValues: r.Header.Values(httprules.HeaderIdempotencyKey), contentType: r.Header.Get("Content-Type"), body: string(body), scope: scope,
 	}
 }
 
