@@ -1,5 +1,5 @@
 # idemkit's front door. `make test` is what CI runs (.ci/run); it needs Go, and for the integration tests
-# Java 17+, Node.js/npm (DynamoDB Local) and redis-server. Every target that needs more than Go first runs
+# Java 17+, Node.js/npm (DynamoDB Local), redis-server and PostgreSQL's server programs. Every target that needs more than Go first runs
 # scripts/ci-deps.sh (the deps-* targets below), which installs what is missing from Debian's packages.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -9,9 +9,10 @@ MAKEFLAGS += --no-builtin-rules
 # Pinned: staticcheck 2026.2.2 (v0.8.2) is the first release whose go.mod says go 1.26.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -race -count=1
-# Starts DynamoDB Local, a redis-server and a 3-primary Redis Cluster on free loopback ports for the command that
-# follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS are set), and stops them afterwards.
-WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh
+# Starts DynamoDB Local, a redis-server, a 3-primary Redis Cluster and a throwaway PostgreSQL cluster on free
+# loopback ports for the command that follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS /
+# POSTGRES_URL are set), and stops them afterwards.
+WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh
 
 # deps-NEED: scripts/ci-deps.sh NEED installs what NEED calls for and is missing (as root or with sudo, from
 # Debian's packages), or says in one line what to install and fails. Quick and silent when nothing is missing.
@@ -65,7 +66,7 @@ lint:
 	go run $(STATICCHECK) ./...
 	cd functions/e2e/deployed && go run $(STATICCHECK) ./...
 
-# Unit and integration tests of the root module, against DynamoDB Local and Redis, and of the deployed e2e suite's
+# Unit and integration tests of the root module, against DynamoDB Local, Redis and PostgreSQL, and of the deployed e2e suite's
 # own module (functions/e2e/deployed: the Lambda and SQS clients, here against fakes of their APIs).
 .PHONY: test-go
 test-go: deps-test
@@ -191,6 +192,6 @@ test-min-go: deps-test
 # docs/provisioning.md against the table the CDK stack synthesizes (infra/docs_test.go).
 .PHONY: docs-check
 docs-check: deps-docs
-	scripts/with-dynamodb.sh go test -count=1 ./internal/doccheck/
+	scripts/with-dynamodb.sh scripts/with-postgres.sh go test -count=1 ./internal/doccheck/
 	go test -count=1 -run '^Example' ./idempotent/...
 	cd infra && $(CDK_ENV) go test -count=1 -run '^TestProvisioning' ./...

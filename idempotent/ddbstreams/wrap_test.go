@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/ddbstreams"
-	"github.com/idemkit/idemkit/idempotent/internal/batch/batchtest"
+	"github.com/idemkit/idemkit/internal/batchtest"
 )
 
 // payment is an item of the payments table (functions/payments' LedgerItem).

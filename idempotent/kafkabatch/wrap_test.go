@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/batch/batchtest"
 	"github.com/idemkit/idemkit/idempotent/kafkabatch"
+	"github.com/idemkit/idemkit/internal/batchtest"
 )
 
 type payment struct {

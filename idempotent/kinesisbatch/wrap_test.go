@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/batch/batchtest"
 	"github.com/idemkit/idemkit/idempotent/kinesisbatch"
+	"github.com/idemkit/idemkit/internal/batchtest"
 )
 
 // payment is the data of the records of events/kinesis-batch.json.

@@ -49,11 +49,13 @@ func TestCodeBlocks(t *testing.T) {
 				}
 			case "logsinsights":
 				checkLogsInsights(t, b)
+			case "sql":
+				checkSQL(t, b)
 			case "text":
 			case "":
 				t.Errorf("%s: a code block needs a language (text for output and other non-code)", b)
 			default:
-				t.Errorf("%s: no check for language %q: use go, sh, yaml, json, logsinsights or text", b, b.lang)
+				t.Errorf("%s: no check for language %q: use go, sh, yaml, json, logsinsights, sql or text", b, b.lang)
 			}
 		}
 	}
@@ -81,6 +83,40 @@ func isCompleteFile(b block) bool {
 // first line is "// example: <file> [<Func>]", and its other lines that are
 // not blank (and not "..." or "// ...", which elide) appear in that order,
 // white space aside, in the function (or, without one, the file).
+var sqlFromRE = regexp.MustCompile(`^--\s*from:\s*(\S+)\s*$`)
+
+// checkSQL checks an SQL block: it starts with "-- from: <file>", a file of
+// the repository (a schema the code embeds), and its lines appear in that
+// file in this order, as a Go fragment's in its function.
+func checkSQL(t *testing.T, b block) {
+	t.Helper()
+	if len(b.lines) < 2 {
+		t.Errorf("%s: an SQL block needs a first line \"-- from: <file>\" and the lines quoted from it", b)
+		return
+	}
+	m := sqlFromRE.FindStringSubmatch(strings.TrimSpace(b.lines[0]))
+	if m == nil {
+		t.Errorf("%s: an SQL block must start with \"-- from: <file>\" naming the repository file it quotes", b)
+		return
+	}
+	src, err := os.ReadFile(filepath.Join(repoRoot, m[1]))
+	if err != nil {
+		t.Errorf("%s: %v", b, err)
+		return
+	}
+	have := normalizedLines(strings.Split(string(src), "\n"))
+	want := normalizedLines(b.lines[1:])
+	i := 0
+	for _, l := range have {
+		if i < len(want) && l == want[i] {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("%s: line %q (and what follows) is not in %s, in this order; update the documentation", b, want[i], m[1])
+	}
+}
+
 func checkFragment(t *testing.T, b block) {
 	t.Helper()
 	if len(b.lines) == 0 {

@@ -71,6 +71,7 @@ var libraryRequirements = map[string]bool{
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb":                true,
 	"github.com/aws/smithy-go":                                     true,
 	"github.com/hashicorp/golang-lru/v2":                           true,
+	"github.com/jackc/pgx/v5":                                      true, // idempotent/pgstore only (TestOnlyPgstoreImportsPgx)
 	"github.com/redis/go-redis/v9":                                 true,
 	"github.com/stretchr/testify":                                  true, // tests only
 	"pgregory.net/rapid":                                           true, // tests only (internal/modelcheck)
@@ -147,10 +148,40 @@ func TestLayout(t *testing.T) {
 // the split (as drivers know only database/sql/driver): no store imports the
 // front-door package idempotent.
 func TestStoresImportOnlyStorage(t *testing.T) {
-	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/storetest"} {
+	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/pgstore", "./idempotent/storetest"} {
 		if slices.Contains(deps(t, pkg), "github.com/idemkit/idemkit/idempotent") {
 			t.Errorf("%s imports package idempotent; use idempotent/storage", pkg)
 		}
+	}
+}
+
+// TestOnlyPgstoreImportsPgx keeps PostgreSQL code out of every other
+// library package. The root module requires pgx for idempotent/pgstore
+// alone; with Go's module graph pruning (go 1.17+), a user module that
+// imports none of pgstore downloads only pgx's go.mod, never its source, and
+// builds none of it, as long as no package it imports depends on pgx.
+func TestOnlyPgstoreImportsPgx(t *testing.T) {
+	cmd := exec.Command("go", "list", "./idempotent/...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./idempotent/...: %v", err)
+	}
+	checked := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "github.com/idemkit/idemkit/idempotent/pgstore" {
+			continue
+		}
+		checked++
+		for _, dep := range deps(t, pkg) {
+			if strings.HasPrefix(dep, "github.com/jackc/") {
+				t.Errorf("%s depends on %s: a user of it would download and build PostgreSQL code", pkg, dep)
+				break
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d packages: go list no longer finds the library", checked)
 	}
 }
 

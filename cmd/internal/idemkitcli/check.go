@@ -28,10 +28,11 @@ type finding struct {
 var libraryActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"}
 
 func (c *Command) check(ctx context.Context, args []string) error {
-	fs := c.newFlags("check", "check --table T [layout flags] | --redis URL | --redis-cluster ADDRS\n\n"+
+	fs := c.newFlags("check", "check --table T [layout flags] | --redis URL | --redis-cluster ADDRS | --postgres URL\n\n"+
 		"Verifies a table before use: key schema and types, TTL on the expiry attribute, billing mode,\n"+
 		"point-in-time recovery; prints the IAM policy the function's role needs. On Redis: the eviction policy\n"+
-		"(on a Redis Cluster, the cluster's state and the eviction policy of every primary).\n"+
+		"(on a Redis Cluster, the cluster's state and the eviction policy of every primary). On PostgreSQL: the\n"+
+		"table's columns and types, its primary key and expiry index, and the expired records the sweep would delete.\n"+
 		"Exit 6 when something must be fixed; each problem is printed with its fix.")
 	var s storeFlags
 	s.register(fs)
@@ -49,6 +50,8 @@ func (c *Command) check(ctx context.Context, args []string) error {
 		findings, err = c.checkDynamo(ctx, st)
 	case *redisRecords:
 		findings, err = checkRedis(ctx, st)
+	case *pgRecords:
+		findings, err = checkPostgres(ctx, st, c.now())
 	}
 	if err != nil {
 		return err

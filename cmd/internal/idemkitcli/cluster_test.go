@@ -243,7 +243,7 @@ func TestRedisClusterFlags(t *testing.T) {
 		{"an empty address", []string{"--redis-cluster", addrs[0] + ","}, `"" is not host:port`},
 		{"bad URL parameter", []string{"--redis-cluster", "redis://" + addrs[0] + "?db=2"}, "--redis-cluster"},
 		{"a cluster has database 0 only", []string{"--redis", "redis://" + addrs[0] + "/3"}, "database 0 only"},
-		{"two stores", []string{"--redis-cluster", addrs[0], "--table", "t"}, "only one of --table, --redis and --redis-cluster"},
+		{"two stores", []string{"--redis-cluster", addrs[0], "--table", "t"}, "only one of --table, --redis, --redis-cluster and --postgres"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

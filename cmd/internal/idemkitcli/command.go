@@ -65,13 +65,16 @@ Usage:
                                                 (a Scan: costs reads)
   idemkit check    STORE                        verify a table, server or cluster before use, with the fix for
                                                 each problem
+  idemkit sweep    --postgres URL               delete expired records from a PostgreSQL table, in batches
+                                                (PostgreSQL has no TTL: run it from a scheduled job)
 
 KEY FLAGS name a record by its raw key, as the wrapper and the adapters derive its id:
   --prefix P --key K [--scope S]                       idempotent.Wrap, sqsbatch, nethttp (S: WithScope's value)
   --prefix P --http-key HEADER --caller KIND [--caller-part X]...   the API Gateway adapter
 STORE: --table NAME (DynamoDB, with the dynamostore layout flags), --redis URL (one server; a cluster
-node's URL stands for its cluster) or --redis-cluster host:port,host:port,... (a Redis Cluster; also
-go-redis's cluster URL redis://host:port?addr=host2:port2&addr=...).
+node's URL stands for its cluster), --redis-cluster host:port,host:port,... (a Redis Cluster; also
+go-redis's cluster URL redis://host:port?addr=host2:port2&addr=...) or --postgres URL (a PostgreSQL
+table: --postgres-table, default idempotency_records).
 Run "idemkit COMMAND --help" for a command's flags. Exit statuses: 0 done, 1 failed, 2 usage,
 3 no such record, 4 corrupt or foreign record, 5 forget refused, 6 check found problems.
 `
@@ -98,6 +101,8 @@ func (c *Command) Run(ctx context.Context, args []string) int {
 		err = c.list(ctx, args[1:])
 	case "check":
 		err = c.check(ctx, args[1:])
+	case "sweep":
+		err = c.sweep(ctx, args[1:])
 	default:
 		fmt.Fprintf(c.Stderr, "idemkit: unknown command %q\n\n%s", args[0], usage)
 		return ExitUsage

@@ -72,7 +72,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{"caller with --key", []string{"id", "--prefix", "p", "--key", "k", "--caller", "jwt"}, "--caller goes with --http-key"},
 		{"bad caller", []string{"id", "--prefix", "p", "--http-key", "k", "--caller", "jwt"}, "takes 2 parts"},
 		{"no store", []string{"inspect", "--id", "p#x"}, "name the store"},
-		{"two stores", []string{"inspect", "--id", "p#x", "--table", "t", "--redis", "redis://127.0.0.1:1"}, "only one of --table, --redis and --redis-cluster"},
+		{"two stores", []string{"inspect", "--id", "p#x", "--table", "t", "--redis", "redis://127.0.0.1:1"}, "only one of --table, --redis, --redis-cluster and --postgres"},
 		{"list without a mode", []string{"list", "--table", "t"}, "--stuck or --in-progress"},
 	}
 	for _, tt := range tests {

@@ -19,10 +19,12 @@
 //	5  forget refused: a live INPROGRESS record, or one holding finished steps, without --force; or the record changed since it was read
 //	6  check found something to fix (each problem is printed with its fix)
 //
-// The store methods it uses (Get, Delete, Scan on dynamostore.Store and
-// redisstore.Store) never rewrite a record: a record is read, shown, or
+// The store methods it uses (Get, Delete, Scan on dynamostore.Store,
+// redisstore.Store and pgstore.Store) never rewrite a record: a record is read, shown, or
 // deleted on condition that it is still as read. On a Redis Cluster (a
 // go-redis cluster client) Get and Delete run on the primary that holds the
 // record's slot, and Scan visits every primary. A Command is not safe for
-// concurrent use; create one per run.
+// concurrent use; create one per run. On PostgreSQL, which has no TTL,
+// sweep deletes expired records (pgstore.Store.DeleteExpired), for a
+// scheduled job.
 package idemkitcli

@@ -21,7 +21,7 @@ var noFlag = map[string]string{
 }
 
 // storeOnlyFlags are the store flags that are not dynamostore layout flags.
-var storeOnlyFlags = []string{"table", "redis", "redis-cluster", "redis-key-prefix"}
+var storeOnlyFlags = []string{"table", "redis", "redis-cluster", "redis-key-prefix", "postgres", "postgres-table"}
 
 // kebab turns a Go field name into its flag name: InProgressExpirationAttr
 // -> in-progress-expiration-attr.

@@ -17,22 +17,25 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/pgstore"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // storeFlags select and configure the store: a DynamoDB table (with the
-// layout options of dynamostore.Options), a Redis server or a Redis Cluster.
+// layout options of dynamostore.Options), a Redis server, a Redis Cluster or
+// a PostgreSQL table.
 type storeFlags struct {
 	table        string
 	redisURL     string
 	redisCluster string
 	redisPrefix  string
 	layout       dynamostore.Options
+	pg           pgFlags // postgres.go
 }
 
 // storeUsage names the store flags, for the commands' usage lines.
-const storeUsage = "--table T | --redis URL | --redis-cluster ADDRS"
+const storeUsage = "--table T | --redis URL | --redis-cluster ADDRS | --postgres URL"
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	d := dynamostore.Options{}
@@ -44,6 +47,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 		"go-redis's cluster URL redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3 (rediss:// for TLS); "+
 		"records are read and deleted on the primary that holds their slot, list and check visit every primary")
 	fs.StringVar(&s.redisPrefix, "redis-key-prefix", redisstore.DefaultKeyPrefix, "redisstore Options.KeyPrefix")
+	s.pg.register(fs)
 	o := &s.layout
 	fs.StringVar(&o.KeyAttr, "key-attr", "", `dynamostore Options.KeyAttr: the partition key (default "id")`)
 	fs.StringVar(&o.SortKeyAttr, "sort-key-attr", "", "dynamostore Options.SortKeyAttr: the sort key of the composite key layout")
@@ -139,14 +143,16 @@ var errUsage = errors.New("usage")
 // open connects to the store the flags select. The caller closes it.
 func (s *storeFlags) open(ctx context.Context) (records, error) {
 	named := 0
-	for _, set := range []bool{s.table != "", s.redisURL != "", s.redisCluster != ""} {
+	for _, set := range []bool{s.table != "", s.redisURL != "", s.redisCluster != "", s.pg.url != ""} {
 		if set {
 			named++
 		}
 	}
 	switch {
 	case named > 1:
-		return nil, fmt.Errorf("%w: give only one of --table, --redis and --redis-cluster", errUsage)
+		return nil, fmt.Errorf("%w: give only one of --table, --redis, --redis-cluster and --postgres", errUsage)
+	case s.pg.url != "":
+		return s.pg.open(ctx)
 	case s.redisURL != "":
 		opts, err := redis.ParseURL(s.redisURL)
 		if err != nil {
@@ -190,7 +196,7 @@ func (s *storeFlags) open(ctx context.Context) (records, error) {
 		}
 		return &dynamoRecords{Store: store, client: client, table: s.table, region: region, endpoint: endpoint}, nil
 	default:
-		return nil, fmt.Errorf("%w: name the store: --table NAME (DynamoDB), --redis URL or --redis-cluster ADDRS", errUsage)
+		return nil, fmt.Errorf("%w: name the store: --table NAME (DynamoDB), --redis URL, --redis-cluster ADDRS or --postgres URL", errUsage)
 	}
 }
 
@@ -309,6 +315,9 @@ func dynamoClient(ctx context.Context) (*dynamodb.Client, string, string, error)
 
 // storeError turns a store's error into one line that says what to do.
 func storeError(r records, err error) error {
+	if perr, ok := pgError(r, err); ok {
+		return perr
+	}
 	var ae smithy.APIError
 	var rnf *types.ResourceNotFoundException
 	msg := err.Error()
@@ -328,11 +337,11 @@ func storeError(r records, err error) error {
 
 // isNotFound and isChanged match either store's operator errors.
 func isNotFound(err error) bool {
-	return errors.Is(err, dynamostore.ErrNotFound) || errors.Is(err, redisstore.ErrNotFound)
+	return errors.Is(err, dynamostore.ErrNotFound) || errors.Is(err, redisstore.ErrNotFound) || errors.Is(err, pgstore.ErrNotFound)
 }
 
 func isChanged(err error) bool {
-	return errors.Is(err, dynamostore.ErrChanged) || errors.Is(err, redisstore.ErrChanged)
+	return errors.Is(err, dynamostore.ErrChanged) || errors.Is(err, redisstore.ErrChanged) || errors.Is(err, pgstore.ErrChanged)
 }
 
 // rawOf returns the stored form of a corrupt record, for showing: DynamoDB
