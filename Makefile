@@ -82,9 +82,11 @@ ddb-local: deps-demo
 
 # --- Sample functions: one `bootstrap` per function for the provided.al2023 runtime (arm64 by default). ---
 # NAME:PACKAGE pairs: build/NAME/bootstrap is built from PACKAGE (infra/main.go's functionAssets lists the NAMEs).
-# payments-url is the payments API as net/http on a Function URL (lambdaurl, IAM auth).
+# payments-url is the payments API as net/http on a Function URL (lambdaurl, IAM auth); receipts reads the
+# payments table's stream.
 FUNCTIONS     := payments:./functions/payments/cmd/bootstrap orders:./functions/orders/cmd/bootstrap \
-                 payments-url:./functions/payments/cmd/url
+                 payments-url:./functions/payments/cmd/url \
+                 receipts:./functions/receipts/cmd/bootstrap
 LAMBDA_GOARCH ?= arm64
 
 .PHONY: build

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -109,4 +110,52 @@ func newAlarms(scope constructs.Construct, deadLetters awssqs.Queue, fns ...alar
 
 	output(scope, "AlarmTopicArn", topic.TopicArn(), "SNS topic every alarm notifies; subscribe to it to be told")
 	return topic
+}
+
+// streamAlarm is one alarm of a stream consumer on a metric Lambda or SQS
+// publishes.
+type streamAlarm struct {
+	id        string // construct id suffix
+	anchor    string // the runbook entry's heading anchor in runbookDoc
+	summary   string // what a breach means
+	threshold float64
+	metric    awscloudwatch.Metric
+}
+
+// receiptsIteratorAgeThreshold is how far behind the stream the receipts
+// function may fall before someone is told: five minutes of a 24 h stream,
+// reached only when a shard is stuck retrying a record or the function
+// cannot keep up.
+const receiptsIteratorAgeThreshold = 5 * time.Minute
+
+// newStreamAlarms creates the alarms of a DynamoDB Streams consumer, next to
+// its outcome alarms (newAlarms): invocations that failed as a whole (the
+// wrapper never returns an error, so these are timeouts and crashes), the
+// age of the oldest record of the last batch (a stuck shard), and batches
+// sent to the on-failure queue (records never processed).
+func newStreamAlarms(scope constructs.Construct, topic awssns.Topic, f alarmedFunction, failures awssqs.Queue) {
+	action := awscloudwatchactions.NewSnsAction(topic)
+	period := awscdk.Duration_Minutes(jsii.Number(alarmPeriodMinutes))
+	alarms := []streamAlarm{
+		{"ErrorsAlarm", "alarm-receipts-errors",
+			"invocations failed as a whole (a timeout or crash): their batch comes back, bisected", 0,
+			f.fn.MetricErrors(&awscloudwatch.MetricOptions{Statistic: awscloudwatch.Stats_SUM(), Period: period})},
+		{"IteratorAgeAlarm", "alarm-receipts-iterator-age",
+			fmt.Sprintf("the stream's records wait more than %s: a shard is stuck retrying a record, or the function falls behind", receiptsIteratorAgeThreshold),
+			float64(receiptsIteratorAgeThreshold.Milliseconds()),
+			f.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Statistic: awscloudwatch.Stats_MAXIMUM(), Period: period})},
+		{"FailureQueueAlarm", "alarm-receipts-on-failure-queue",
+			"stream batches failed every retry (or grew too old): their receipts were not sent", 0,
+			failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: awscloudwatch.Stats_MAXIMUM(), Period: period})},
+	}
+	for _, a := range alarms {
+		alarm := a.metric.CreateAlarm(scope, jsii.String(f.id+a.id), &awscloudwatch.CreateAlarmOptions{
+			AlarmDescription:   jsii.String(fmt.Sprintf("%s: %s. Runbook: %s#%s", f.id, a.summary, runbookDoc, a.anchor)),
+			Threshold:          jsii.Number(a.threshold),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		alarm.AddAlarmAction(action)
+	}
 }

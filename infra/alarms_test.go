@@ -17,7 +17,7 @@ import (
 func TestOutcomeAlarms(t *testing.T) {
 	s := synth(t, defaultVariant)
 	topicID := s.logicalID(t, "AWS::SNS::Topic", "AlarmTopic")
-	for _, fn := range []string{"Payments", "Orders", "PaymentsUrl"} {
+	for _, fn := range []string{"Payments", "Orders", "PaymentsUrl", "Receipts"} {
 		fnID := s.logicalID(t, "AWS::Lambda::Function", fn+"Function")
 		for _, a := range outcomeAlarms {
 			t.Run(fn+"/"+a.metric, func(t *testing.T) {
@@ -55,6 +55,44 @@ func TestDeadLetterAlarm(t *testing.T) {
 	})
 	p := s.props(t, "AWS::CloudWatch::Alarm", "OrdersDeadLetterAlarm")
 	assert.Contains(t, p["AlarmDescription"], "Runbook: docs/operations.md#"+deadLetterAnchor)
+}
+
+// TestStreamAlarms: the receipts function's own alarms: invocations that
+// failed as a whole, the iterator age (a stuck shard), and the on-failure
+// queue's depth (receipts never sent).
+func TestStreamAlarms(t *testing.T) {
+	s := synth(t, defaultVariant)
+	topicID := s.logicalID(t, "AWS::SNS::Topic", "AlarmTopic")
+	fnID := s.logicalID(t, "AWS::Lambda::Function", "ReceiptsFunction")
+	fnDimension := []any{map[string]any{"Name": "FunctionName", "Value": ref(fnID)}}
+	tests := []struct {
+		id, namespace, metric, statistic string
+		threshold                        float64
+		dimensions                       []any
+		anchor                           string
+	}{
+		{"ReceiptsErrorsAlarm", "AWS/Lambda", "Errors", "Sum", 0, fnDimension, "alarm-receipts-errors"},
+		{"ReceiptsIteratorAgeAlarm", "AWS/Lambda", "IteratorAge", "Maximum", 5 * 60 * 1000, fnDimension, "alarm-receipts-iterator-age"},
+		{"ReceiptsFailureQueueAlarm", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", 0,
+			[]any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{s.logicalID(t, "AWS::SQS::Queue", "ReceiptsFailureQueue"), "QueueName"}}}},
+			"alarm-receipts-on-failure-queue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			p := s.props(t, "AWS::CloudWatch::Alarm", tt.id)
+			assert.Equal(t, tt.namespace, p["Namespace"])
+			assert.Equal(t, tt.metric, p["MetricName"])
+			assert.Equal(t, tt.dimensions, p["Dimensions"])
+			assert.Equal(t, tt.statistic, p["Statistic"])
+			assert.EqualValues(t, 300, p["Period"])
+			assert.EqualValues(t, tt.threshold, p["Threshold"])
+			assert.Equal(t, "GreaterThanThreshold", p["ComparisonOperator"])
+			assert.EqualValues(t, 1, p["EvaluationPeriods"])
+			assert.Equal(t, "notBreaching", p["TreatMissingData"])
+			assert.Equal(t, []any{ref(topicID)}, p["AlarmActions"])
+			assert.Contains(t, p["AlarmDescription"], "Runbook: docs/operations.md#"+tt.anchor)
+		})
+	}
 }
 
 // TestAlarmTopic: a topic without subscriptions (the deployer's choice),

@@ -75,7 +75,7 @@ func resourcesOfType(tmpl map[string]any, typ string) map[string]map[string]any 
 func architectures(t *testing.T, tmpl map[string]any) []any {
 	t.Helper()
 	fns := resourcesOfType(tmpl, "AWS::Lambda::Function")
-	require.Len(t, fns, 3)
+	require.Len(t, fns, 4)
 	var archs []any
 	for _, fn := range fns {
 		props, _ := fn["Properties"].(map[string]any)
@@ -92,7 +92,7 @@ func architectures(t *testing.T, tmpl map[string]any) []any {
 func TestCLISynth(t *testing.T) {
 	aws := synthTemplate(t, "cdk")
 	assert.NotEmpty(t, resourcesOfType(aws, "AWS::ApiGatewayV2::Api"), "make synth: the HTTP API")
-	assert.Equal(t, []any{"arm64", "arm64", "arm64"}, architectures(t, aws))
+	assert.Equal(t, []any{"arm64", "arm64", "arm64", "arm64"}, architectures(t, aws))
 
 	localContext := strings.Fields(makeVars(t)["LOCAL_CONTEXT"])
 	require.Contains(t, localContext, "httpApi=false", "Makefile LOCAL_CONTEXT")
@@ -106,7 +106,7 @@ func TestCLISynth(t *testing.T) {
 	}
 	want := map[string]string{"amd64": "x86_64", "arm64": "arm64"}[runtime.GOARCH]
 	require.NotEmpty(t, want, "GOARCH %s", runtime.GOARCH)
-	assert.Equal(t, []any{want, want, want}, architectures(t, local))
+	assert.Equal(t, []any{want, want, want, want}, architectures(t, local))
 
 	assert.Equal(t, resourcesOfType(aws, "AWS::DynamoDB::Table"), resourcesOfType(local, "AWS::DynamoDB::Table"),
 		"LocalStack gets the same tables")

@@ -23,7 +23,7 @@ const defaultAssetsDir = "../build"
 
 // functionAssets are the folders under the assets dir, one per function,
 // each holding one executable named bootstrap.
-var functionAssets = []string{"payments", "orders", paymentsURLAsset}
+var functionAssets = []string{"payments", "orders", paymentsURLAsset, receiptsAsset}
 
 func main() {
 	// main returns through run so that jsii.Close (which stops the jsii

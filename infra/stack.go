@@ -198,9 +198,12 @@ func NewIdemkitStack(scope constructs.Construct, id string, props *IdemkitStackP
 	queue, deadLetters := newOrdersQueue(stack, ordersFn)
 	// The payments API as net/http on a Function URL (functionurl.go).
 	paymentsURLFn := newPaymentsURL(stack, props.AssetsDir, arch, idempotency, payments)
+	// The receipts function on the payments table's stream (receipts.go).
+	receiptsFn, receiptFailures := newReceipts(stack, props.AssetsDir, arch, idempotency, payments)
 	// The alarms docs/operations.md recommends, notifying one SNS topic (alarms.go).
-	newAlarms(stack, deadLetters, alarmedFunction{"Payments", paymentsFn}, alarmedFunction{"Orders", ordersFn},
-		alarmedFunction{"PaymentsUrl", paymentsURLFn})
+	topic := newAlarms(stack, deadLetters, alarmedFunction{"Payments", paymentsFn}, alarmedFunction{"Orders", ordersFn},
+		alarmedFunction{"PaymentsUrl", paymentsURLFn}, alarmedFunction{"Receipts", receiptsFn})
+	newStreamAlarms(stack, topic, alarmedFunction{"Receipts", receiptsFn}, receiptFailures)
 
 	output(stack, "PaymentsFunctionName", paymentsFn.FunctionName(), "Name of the payments function")
 	output(stack, "OrdersFunctionName", ordersFn.FunctionName(), "Name of the orders function")
@@ -241,6 +244,9 @@ func newTable(scope constructs.Construct, spec TableSpec, retain bool) awsdynamo
 	}
 	if spec.TTLAttribute != "" {
 		props.TimeToLiveAttribute = jsii.String(spec.TTLAttribute)
+	}
+	if spec.StreamView != "" {
+		props.Stream = awsdynamodb.StreamViewType(spec.StreamView)
 	}
 	return awsdynamodb.NewTable(scope, jsii.String(spec.ID), props)
 }

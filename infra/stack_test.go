@@ -175,13 +175,13 @@ func getAtt(id string) map[string]any { return map[string]any{"Fn::GetAtt": []an
 func TestResourceCounts(t *testing.T) {
 	counts := map[string]int{
 		"AWS::DynamoDB::Table":            3,
-		"AWS::Lambda::Function":           3, // payments, orders, and the Function URL sample (functionurl_test.go)
+		"AWS::Lambda::Function":           4, // payments, orders, the Function URL sample (functionurl_test.go), receipts
 		"AWS::Lambda::Url":                1,
-		"AWS::Logs::LogGroup":             3,
-		"AWS::IAM::Role":                  3,
-		"AWS::IAM::Policy":                3,
-		"AWS::SQS::Queue":                 2,
-		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::Logs::LogGroup":             4,
+		"AWS::IAM::Role":                  4,
+		"AWS::IAM::Policy":                4,
+		"AWS::SQS::Queue":                 3, // orders, its dead-letter queue, the receipts on-failure queue
+		"AWS::Lambda::EventSourceMapping": 2, // orders queue, payments table stream
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::ApiGatewayV2::Route":        1,
@@ -190,7 +190,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::IAM::ManagedPolicy":         0,
 		"AWS::SQS::QueuePolicy":           0,
 		"Custom::LogRetention":            0,  // retention is on the LogGroup itself
-		"AWS::CloudWatch::Alarm":          13, // 4 outcome alarms × 3 functions + the DLQ (alarms_test.go)
+		"AWS::CloudWatch::Alarm":          20, // 4 outcome alarms × 4 functions + the DLQ + 3 of the stream consumer (alarms_test.go)
 		"AWS::SNS::Topic":                 1,  // the alarm topic
 	}
 	withoutAPI := map[string]int{}
@@ -240,13 +240,22 @@ func TestTables(t *testing.T) {
 				assert.Equal(t, map[string]any{"AttributeName": spec.TTLAttribute, "Enabled": true}, p["TimeToLiveSpecification"])
 			}
 			// CloudFormation names the tables; no fixed name, no secondary
-			// indexes (the grants cover the table ARN only), no streams.
-			for _, key := range []string{"TableName", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification", "ProvisionedThroughput"} {
+			// indexes (the grants cover the table ARN only).
+			for _, key := range []string{"TableName", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "ProvisionedThroughput"} {
 				assert.NotContains(t, p, key)
+			}
+			// A stream only where a consumer reads it (the payments ledger).
+			if spec.StreamView == "" {
+				assert.NotContains(t, p, "StreamSpecification")
+			} else {
+				assert.Equal(t, map[string]any{"StreamViewType": spec.StreamView}, p["StreamSpecification"])
 			}
 			assert.Equal(t, ref(id), s.json["Outputs"].(map[string]any)[spec.ID+"Name"].(map[string]any)["Value"])
 		})
 	}
+	t.Run("the payments table streams new and old images", func(t *testing.T) {
+		assert.Equal(t, "NEW_AND_OLD_IMAGES", paymentsTable.StreamView, "the receipts function needs the new image")
+	})
 	t.Run("idempotency table is the Powertools layout", func(t *testing.T) {
 		check(t, func() {
 			s.template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
@@ -329,6 +338,30 @@ func functionCases() []functionCase {
 				}
 			},
 		},
+		{
+			id:      "Receipts",
+			timeout: 30,
+			tables:  []TableSpec{idempotencyTable},
+			policies: func(s *synthesized, t *testing.T) map[string][]string {
+				return map[string][]string{
+					s.logicalID(t, "AWS::Logs::LogGroup", "ReceiptsLogs"): {"logs:CreateLogStream", "logs:PutLogEvents"},
+					s.logicalID(t, "AWS::DynamoDB::Table", "Idempotency"): {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+					// From the event source mapping: the payments table's
+					// stream (table.grantStreamRead), nothing of the table itself.
+					s.logicalID(t, "AWS::DynamoDB::Table", "PaymentsTable") + ".StreamArn": {
+						"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+					},
+					// ListStreams cannot be scoped (IAM: it supports no
+					// resource type), and Lambda checks it when it creates
+					// the mapping. It lists stream ARNs, no data.
+					"*": {"dynamodb:ListStreams"},
+					// The on-failure destination (queue.grantSendMessages).
+					s.logicalID(t, "AWS::SQS::Queue", "ReceiptsFailureQueue"): {
+						"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage",
+					},
+				}
+			},
+		},
 	}
 }
 
@@ -397,11 +430,20 @@ func TestFunctionPolicies(t *testing.T) {
 					require.Equal(t, "Allow", st["Effect"], policyID)
 					require.NotContains(t, st, "Condition", policyID)
 					for _, res := range asList(st["Resource"]) {
-						target, ok := res.(map[string]any)["Fn::GetAtt"].([]any)
-						require.True(t, ok, "%s: resource %v is not a resource of this stack", policyID, res)
-						require.Equal(t, "Arn", target[1])
+						// A resource of this stack ("ID", or "ID.StreamArn"
+						// for a table's stream), or "*" where the wanted list
+						// says so.
+						name, _ := res.(string)
+						if m, ok := res.(map[string]any); ok {
+							target, ok := m["Fn::GetAtt"].([]any)
+							require.True(t, ok, "%s: resource %v is not a resource of this stack", policyID, res)
+							name = target[0].(string)
+							if target[1] != "Arn" {
+								name += "." + target[1].(string)
+							}
+						}
 						for _, a := range asList(st["Action"]) {
-							got[target[0].(string)] = append(got[target[0].(string)], a.(string))
+							got[name] = append(got[name], a.(string))
 						}
 					}
 				}
@@ -486,7 +528,20 @@ func TestNoWildcardsInIAM(t *testing.T) {
 	for _, v := range allVariants {
 		t.Run(v.name, func(t *testing.T) {
 			problems, seen := wildcardProblems(synth(t, v).json)
+			// The one exception: dynamodb:ListStreams alone on "*", which
+			// cannot be scoped and which Lambda requires of a DynamoDB
+			// Streams consumer (TestFunctionPolicies pins it to the
+			// receipts role).
+			var listStreams int
+			problems = slices.DeleteFunc(problems, func(p string) bool {
+				if strings.HasPrefix(p, ".Resources.ReceiptsRoleDefaultPolicy") && strings.HasSuffix(p, ": resource *") {
+					listStreams++
+					return true
+				}
+				return false
+			})
 			assert.Empty(t, problems)
+			assert.Equal(t, 1, listStreams, "one ListStreams statement on *")
 			// 2 trust policies + 3 statements (payments) + 4 (orders):
 			// the walk did find the documents.
 			assert.GreaterOrEqual(t, seen, 9)
@@ -566,6 +621,45 @@ func TestOrdersEventSource(t *testing.T) {
 	})
 }
 
+// TestReceiptsEventSource: the payments table's stream feeds the receipts
+// function with partial batch responses, bisect on error, bounded retries
+// and record age, an on-failure queue, from TRIM_HORIZON, INSERTs only.
+func TestReceiptsEventSource(t *testing.T) {
+	s := synth(t, defaultVariant)
+	p := s.props(t, "AWS::Lambda::EventSourceMapping", "ReceiptsFunction")
+	assert.Equal(t, map[string]any{
+		"EventSourceArn": map[string]any{"Fn::GetAtt": []any{s.logicalID(t, "AWS::DynamoDB::Table", "PaymentsTable"), "StreamArn"}},
+		"FunctionName":   ref(s.logicalID(t, "AWS::Lambda::Function", "ReceiptsFunction")),
+		// Without it, the function's partial batch response is ignored and
+		// the shard is checkpointed past the failed records: lost receipts.
+		"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
+		"BisectBatchOnFunctionError": true,
+		"MaximumRetryAttempts":       float64(10),
+		"MaximumRecordAgeInSeconds":  float64(6 * 60 * 60),
+		"DestinationConfig": map[string]any{"OnFailure": map[string]any{
+			"Destination": getAtt(s.logicalID(t, "AWS::SQS::Queue", "ReceiptsFailureQueue")),
+		}},
+		"StartingPosition": "TRIM_HORIZON",
+		"BatchSize":        float64(20),
+		"FilterCriteria":   map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT"]}`}}},
+	}, p)
+
+	t.Run("bounds", func(t *testing.T) {
+		// Retries and record age are bounded (-1, the default, retries a
+		// poison record until it leaves the stream, blocking its shard),
+		// and the age stays below the stream's 24 h retention, so the
+		// records the on-failure queue describes can still be read.
+		assert.Positive(t, p["MaximumRetryAttempts"])
+		assert.Less(t, p["MaximumRecordAgeInSeconds"], float64(24*60*60))
+		// A batch fits the function's time many times over.
+		timeout := s.props(t, "AWS::Lambda::Function", "ReceiptsFunction")["Timeout"].(float64)
+		assert.Equal(t, float64(30), timeout)
+	})
+
+	queue := s.props(t, "AWS::SQS::Queue", "ReceiptsFailureQueue")
+	assert.Equal(t, map[string]any{"MessageRetentionPeriod": float64(14 * 24 * 60 * 60), "SqsManagedSseEnabled": true}, queue)
+}
+
 func TestPaymentsAPI(t *testing.T) {
 	s := synth(t, defaultVariant)
 	apiID := s.logicalID(t, "AWS::ApiGatewayV2::Api", "PaymentsApi")
@@ -603,6 +697,7 @@ func TestOutputs(t *testing.T) {
 		"PaymentsFunctionName", "OrdersFunctionName", "QueueUrl", "DeadLetterQueueUrl",
 		"IdempotencyTableName", "PaymentsTableName", "InventoryTableName",
 		"PaymentsFunctionUrl", "PaymentsUrlFunctionName", "AlarmTopicArn",
+		"ReceiptsFunctionName", "ReceiptsFailureQueueUrl",
 	}
 	tests := []struct {
 		v    variant

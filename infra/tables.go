@@ -23,6 +23,9 @@ type TableSpec struct {
 	// TTLAttribute is the attribute DynamoDB's time to live reads (epoch
 	// seconds), or "" when the table has no TTL.
 	TTLAttribute string
+	// StreamView is the view type of the table's DynamoDB stream
+	// (NEW_AND_OLD_IMAGES, ...), or "" when the table has no stream.
+	StreamView string
 }
 
 // The tables. Their names and attributes are shared with the functions
@@ -41,6 +44,9 @@ var (
 		EnvVar:       "PAYMENTS_TABLE",
 		LocalName:    "idemkit-payments",
 		PartitionKey: "paymentId",
+		// The receipts function reads the new image of each payment; the old
+		// one shows what a change changed, for any later consumer.
+		StreamView: "NEW_AND_OLD_IMAGES",
 	}
 	inventoryTable = TableSpec{
 		ID:           "InventoryTable",

@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/functions/receipts"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
@@ -113,10 +115,12 @@ func (c *tally) String() string {
 // random order and timing and partly at the same moment, through the real
 // sample functions on DynamoDB Local, with -stress.workers workers: the
 // payments function through its API Gateway v2 handler (invoked by
-// lambda.NewHandler(...).Invoke) and the orders function through SQS batches.
-// Exactly one side effect happens per key, no record is left INPROGRESS, and
-// every duplicate is answered with the original response or a 409 / batch
-// item failure that succeeds when retried.
+// lambda.NewHandler(...).Invoke), the orders function through SQS batches,
+// and the receipts function through DynamoDB Streams batches redelivered from
+// their checkpoints, with mail API failures injected. Exactly one side effect
+// happens per key, no record is left INPROGRESS, and every duplicate is
+// answered with the original response or a 409 / batch item failure that
+// succeeds when retried.
 func TestStress(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
@@ -125,8 +129,9 @@ func TestStress(t *testing.T) {
 	t.Logf("stress: %d keys x %d deliveries, %d workers per function", *stressKeys, *stressCopies, *stressWorkers)
 	t.Run("payments", func(t *testing.T) { stressPayments(t, e, store, string(run)) })
 	t.Run("orders", func(t *testing.T) { stressOrders(t, e, store, string(run)) })
+	t.Run("receipts", func(t *testing.T) { stressReceipts(t, e, store, string(run)) })
 	assert.Empty(t, e.inProgress(t), "no record left INPROGRESS")
-	for _, marker := range []string{"stresskey-" + string(run), "cus_stress_" + string(run), "ord-stress-" + string(run)} {
+	for _, marker := range []string{"stresskey-" + string(run), "cus_stress_" + string(run), "ord-stress-" + string(run), "cus_rcpt_" + string(run)} {
 		assert.NotContains(t, processLogs.String(), marker, "a raw key or payload reached the logs")
 	}
 }
@@ -421,4 +426,209 @@ func report(t *testing.T, name string, deliveries int, lat *latencies, wall time
 		lat.quantile(0.50).Round(100*time.Microsecond), lat.quantile(0.99).Round(100*time.Microsecond), lat.quantile(1).Round(100*time.Microsecond))
 	t.Logf("stress %s: answers: %s", name, answers)
 	t.Logf("stress %s: idempotency outcomes:%s", name, b.String())
+}
+
+// receiptsTimeout is the receipts function's timeout in the stack.
+const receiptsTimeout = 30 * time.Second
+
+// stressReceipts streams -stress.keys payments (an INSERT each, and a MODIFY,
+// a refund, of an earlier payment after every third) over -stress.workers
+// shards of the payments table's stream to the receipts function. Each shard
+// is read by -stress.copies consumers at once (a rewound shard, a mapping
+// created again, a second mapping during a deploy), each in the shard's
+// order, as Lambda reads a shard: in batches of 1 to 20 records, a batch
+// whose response names a checkpoint delivered again from there until none is
+// named. So consumers meet each other's keys in progress and done, and every
+// checkpoint redelivers records already done. The mail API honours keys; it
+// refuses the first send of every fifth payment, and loses the answer of a
+// send of every seventh after sending. Every payment gets exactly one
+// receipt.
+func stressReceipts(t *testing.T, e *env, store *dynamostore.Store, run string) {
+	keys, workers, copies := *stressKeys, *stressWorkers, *stressCopies
+	shards := workers
+	var seen outcomes
+	mailer := &receipts.LocalMailer{}
+	// The faults of payment i's sends, in order; the later sends succeed.
+	faults := func(i int) (script []string) {
+		if i%5 == 1 {
+			script = append(script, "refuse")
+		}
+		if i%7 == 2 {
+			script = append(script, "lose")
+		}
+		return script
+	}
+	var (
+		wantRefused, wantLost int64
+		calls                 sync.Map // payment ID → *atomic.Int64, its sends so far
+		refused, lost         atomic.Int64
+	)
+	for i := range keys {
+		for _, f := range faults(i) {
+			if f == "refuse" {
+				wantRefused++
+			} else {
+				wantLost++
+			}
+		}
+	}
+	faulty := receipts.MailerFunc(func(ctx context.Context, key string, r receipts.Receipt) (string, error) {
+		n, _ := calls.LoadOrStore(r.PaymentID, new(atomic.Int64))
+		k := int(n.(*atomic.Int64).Add(1)) - 1
+		if script := faults(int(r.Amount - 100)); k < len(script) {
+			switch script[k] {
+			case "refuse":
+				refused.Add(1)
+				return "", errors.New("mailer: 503 service unavailable")
+			case "lose":
+				if _, err := mailer.Send(ctx, key, r); err != nil {
+					return "", err
+				}
+				lost.Add(1)
+				return "", errors.New("mailer: connection reset after the request was sent")
+			}
+		}
+		return mailer.Send(ctx, key, r)
+	})
+	invoke := e2e.LocalInvoker(receipts.New(store, faulty, seen.hook()), receiptsTimeout)
+
+	// The shards: payment i in shard i%shards, in order; the refund of the
+	// shard's previous payment follows every third INSERT.
+	paymentID := func(i int) string { return fmt.Sprintf("pay_rcpt_%s_%d", run, i) }
+	streamARN := "arn:aws:dynamodb:eu-west-1:000000000000:table/Payments/stream/2026-01-01T00:00:00.000"
+	stream := make([][]events.DynamoDBEventRecord, shards)
+	add := func(shard int, name string, i int, status string) {
+		seq := fmt.Sprintf("%03d%020d", shard+1, len(stream[shard]))
+		img := map[string]events.DynamoDBAttributeValue{
+			"paymentId":  events.NewStringAttribute(paymentID(i)),
+			"customerId": events.NewStringAttribute(fmt.Sprintf("cus_rcpt_%s_%d", run, i)),
+			"amount":     events.NewNumberAttribute(strconv.Itoa(100 + i)),
+			"currency":   events.NewStringAttribute("EUR"),
+			"status":     events.NewStringAttribute(status),
+			"createdAt":  events.NewStringAttribute("2026-01-01T09:00:00Z"),
+		}
+		stream[shard] = append(stream[shard], events.DynamoDBEventRecord{
+			EventID: fmt.Sprintf("ev-%s-%s", run, seq), EventName: name, EventSource: "aws:dynamodb", EventSourceArn: streamARN,
+			Change: events.DynamoDBStreamRecord{
+				SequenceNumber: seq, StreamViewType: "NEW_AND_OLD_IMAGES",
+				Keys:     map[string]events.DynamoDBAttributeValue{"paymentId": events.NewStringAttribute(paymentID(i))},
+				NewImage: img,
+			},
+		})
+	}
+	for i := range keys {
+		add(i%shards, "INSERT", i, "captured")
+		if i%3 == 0 && i >= shards {
+			add(i%shards, "MODIFY", i-shards, "refunded")
+		}
+	}
+	var consumers [][]events.DynamoDBEventRecord
+	for _, recs := range stream {
+		for range copies {
+			consumers = append(consumers, recs)
+		}
+	}
+	rand.Shuffle(len(consumers), func(i, j int) { consumers[i], consumers[j] = consumers[j], consumers[i] })
+
+	var (
+		lat         latencies
+		results     tally
+		mu          sync.Mutex
+		deliveries  atomic.Int64
+		redelivered atomic.Int64
+		failures    []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	// deliver hands a batch to the function, then what follows each
+	// checkpoint the response names, until none is named; it reports
+	// whether the batch got through.
+	deliver := func(recs []events.DynamoDBEventRecord) bool {
+		for attempt := 0; ; attempt++ {
+			in, err := json.Marshal(events.DynamoDBEvent{Records: recs})
+			if err != nil {
+				fail("%v", err)
+				return false
+			}
+			t0 := time.Now()
+			out, err := invoke(context.Background(), in)
+			lat.add(time.Since(t0))
+			var resp events.DynamoDBEventResponse
+			if err == nil {
+				err = json.Unmarshal(out, &resp)
+			}
+			if err != nil {
+				fail("invoke: %v", err)
+				return false
+			}
+			if len(resp.BatchItemFailures) == 0 {
+				results.add("batch done")
+				return true
+			}
+			results.add("checkpoint")
+			if len(resp.BatchItemFailures) != 1 {
+				fail("one shard, one checkpoint: got %v", resp.BatchItemFailures)
+				return false
+			}
+			i := slices.IndexFunc(recs, func(r events.DynamoDBEventRecord) bool {
+				return r.Change.SequenceNumber == resp.BatchItemFailures[0].ItemIdentifier
+			})
+			if i < 0 || attempt >= maxRetries {
+				fail("checkpoint %s after %d attempts", resp.BatchItemFailures[0].ItemIdentifier, attempt+1)
+				return false
+			}
+			redelivered.Add(1)
+			recs = recs[i:]
+			time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond) // Lambda's retry
+		}
+	}
+	// consume reads a shard in order, in batches of 1 to 20 records.
+	consume := func(recs []events.DynamoDBEventRecord) {
+		for len(recs) > 0 {
+			n := min(len(recs), 1+rand.IntN(20))
+			deliveries.Add(int64(n))
+			if !deliver(recs[:n:n]) {
+				return
+			}
+			recs = recs[n:]
+		}
+	}
+
+	start := time.Now()
+	queue := make(chan []events.DynamoDBEventRecord)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range queue {
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+				consume(c)
+			}
+		}()
+	}
+	for _, c := range consumers {
+		queue <- c
+	}
+	close(queue)
+	wg.Wait()
+	wall := time.Since(start)
+
+	require.Empty(t, failures)
+	for i := range keys {
+		require.Equal(t, 1, mailer.Sent(paymentID(i)), "receipts sent for payment %d", i)
+	}
+	assert.Len(t, mailer.Receipts(), keys, "one receipt per payment, no other")
+	assert.Equal(t, wantRefused, refused.Load(), "refused sends")
+	assert.Equal(t, wantLost, lost.Load(), "sends whose answer was lost")
+	// A send whose answer was lost ran again under the same key, once: the
+	// mail API's key kept it to one receipt. Every other redelivery found
+	// the payment done (or its step recorded) and did not reach the mail API.
+	assert.Equal(t, int(wantLost), mailer.Deduplicated(), "sends deduplicated by the mail API's key")
+	report(t, "receipts", int(deliveries.Load()), &lat, wall,
+		fmt.Sprintf("%s; mailer: %d refused, %d answers lost, %d sends deduplicated by key", results.String(), refused.Load(), lost.Load(), mailer.Deduplicated()),
+		seen.counts(), redelivered.Load())
 }

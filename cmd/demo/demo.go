@@ -55,7 +55,8 @@ type demo struct {
 	paidIn     map[string]string                      // paymentId → the step that created it
 	failed     int                                    // steps that did not turn out as told
 	firstPay   string
-	web        *web // the net/http scene
+	web        *web           // the net/http scene
+	receipts   *receiptsScene // the stream scene (receipts.go)
 
 	emfLines bytes.Buffer            // what the functions' EMF metrics would log
 	metrics  map[string]*emf.Metrics // per function

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,6 +52,10 @@ func TestDemo(t *testing.T) {
 		"$ idemkit inspect --table", // the final scene: step 1's record through the idemkit command
 		"status   COMPLETED",
 		"HTTP 201",
+		// The stream scene (receipts.go): the checkpoint, then a clean redelivery.
+		`response {"batchItemFailures":[{"itemIdentifier":"4421584500000000017450539091"}]}`,
+		`redelivered from B: B, A refunded, C      → response {"batchItemFailures":[]}`,
+		"receipts sent: A 1, B 1, C 1",
 	} {
 		assert.Contains(t, text, want)
 	}
@@ -138,4 +143,35 @@ func TestNoEndpoint(t *testing.T) {
 	var out bytes.Buffer
 	assert.Equal(t, 2, run(context.Background(), &out, false))
 	assert.Empty(t, out.String())
+}
+
+// TestReceiptsScene runs the stream scene alone: the first delivery's
+// response names B (its send failed), the redelivery from B fails nothing,
+// every payment got one receipt, and the records done were replayed.
+func TestReceiptsScene(t *testing.T) {
+	client := localddbtest.Client(t)
+	var out bytes.Buffer
+	d := newDemo(&out, client, localddbtest.Tables(t, client))
+	require.NoError(t, d.receiptsStory(t.Context(), 16))
+	t.Log("\n" + out.String())
+	assert.Zero(t, d.failed, "no step turned out unexpectedly")
+
+	r := d.receipts
+	require.Len(t, r.responses, 2)
+	assert.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: "4421584500000000017450539091"}}, r.responses[0].BatchItemFailures)
+	assert.Empty(t, r.responses[1].BatchItemFailures)
+	for _, p := range []string{"A", "B", "C"} {
+		assert.Equal(t, 1, r.sent(p), "payment %s", p)
+	}
+	assert.EqualValues(t, 4, r.calls.Load(), "A, B (failed), C, then B again: C was not re-run")
+	assert.Zero(t, r.mailer.Deduplicated(), "nothing reached the mailer twice")
+
+	text := out.String()
+	for _, want := range []string{
+		"handler_error the mailer failed: entry given back, and the checkpoint",
+		"(C)  replayed      done in the first delivery",
+		"(A)  replayed      keyed by payment, a duplicate of A",
+	} {
+		assert.Contains(t, text, want)
+	}
 }

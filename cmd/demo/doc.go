@@ -1,7 +1,7 @@
 // Command demo tells idemkit's story in a few seconds: it creates the sample
 // tables in a local DynamoDB, drives the real sample handlers
-// (functions/payments and functions/orders, wired as their main packages
-// wire them) with the sample events in events/ through
+// (functions/payments, functions/orders and functions/receipts, wired as
+// their main packages wire them) with the sample events in events/ through
 // lambda.NewHandler(handler).Invoke, the code path of lambda.Start, then
 // serves the payments logic (payments.NewHTTPHandler) through
 // nethttp.Middleware on a net/http server on a free loopback port, driven by

@@ -49,7 +49,10 @@ func (d *demo) story(ctx context.Context) error {
 			return err
 		}
 	}
-	return d.webStory(ctx, 12)
+	if err := d.webStory(ctx, 12); err != nil {
+		return err
+	}
+	return d.receiptsStory(ctx, 16) // the receipts function on the payments table's stream (receipts.go)
 }
 
 func (d *demo) newPayment(ctx context.Context) error {

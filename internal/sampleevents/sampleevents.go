@@ -47,6 +47,16 @@ const (
 	// OrdersRedelivery: the batch delivered again (ApproximateReceiveCount 2)
 	// plus one new order.
 	OrdersRedelivery = "orders-redelivery.json"
+
+	// KinesisBatch: one shard of payment events with a producer retry and a
+	// poison record.
+	KinesisBatch = "kinesis-batch.json"
+	// DDBStreamsPayments: the payments table's stream (NEW_AND_OLD_IMAGES):
+	// three INSERTs and a MODIFY (a refund) of the first payment.
+	DDBStreamsPayments = "ddbstreams-payments.json"
+	// KafkaBatch: an MSK batch of two partitions of topic payments, with a
+	// producer retry carrying the same idempotency-key header.
+	KafkaBatch = "kafka-batch.json"
 )
 
 // modulePath is the module whose checkout holds the events/ folder.
@@ -138,6 +148,26 @@ func HTTP(name string) (events.APIGatewayV2HTTPRequest, error) {
 // SQS decodes a sample SQS event, rejecting unknown fields as HTTP does.
 func SQS(name string) (events.SQSEvent, error) {
 	var ev events.SQSEvent
+	return ev, decode(name, &ev)
+}
+
+// Kinesis decodes a sample Kinesis event, rejecting unknown fields as HTTP does.
+func Kinesis(name string) (events.KinesisEvent, error) {
+	var ev events.KinesisEvent
+	return ev, decode(name, &ev)
+}
+
+// DynamoDB decodes a sample DynamoDB Streams event, rejecting unknown fields
+// as HTTP does.
+func DynamoDB(name string) (events.DynamoDBEvent, error) {
+	var ev events.DynamoDBEvent
+	return ev, decode(name, &ev)
+}
+
+// Kafka decodes a sample Kafka (MSK or self-managed) event, rejecting
+// unknown fields as HTTP does.
+func Kafka(name string) (events.KafkaEvent, error) {
+	var ev events.KafkaEvent
 	return ev, decode(name, &ev)
 }
 

@@ -39,8 +39,20 @@ func TestRoundTrip(t *testing.T) {
 				ev, err := samples.SQS(name)
 				require.NoError(t, err)
 				typed = &ev
+			case strings.HasPrefix(name, "kinesis-"):
+				ev, err := samples.Kinesis(name)
+				require.NoError(t, err)
+				typed = &ev
+			case strings.HasPrefix(name, "ddbstreams-"):
+				ev, err := samples.DynamoDB(name)
+				require.NoError(t, err)
+				typed = &ev
+			case strings.HasPrefix(name, "kafka-"):
+				ev, err := samples.Kafka(name)
+				require.NoError(t, err)
+				typed = &ev
 			default:
-				t.Fatalf("%s: no known event type (name it payments-* or orders-*)", name)
+				t.Fatalf("%s: no known event type (name it payments-*, orders-*, kinesis-*, ddbstreams-* or kafka-*)", name)
 			}
 
 			again, err := json.Marshal(typed)
@@ -117,13 +129,51 @@ func assertSubset(t *testing.T, path string, want, got any) {
 
 // TestRealistic checks the facts a real event would have right: header
 // names in lower case (HTTP APIs lower-case them), a content-length that
-// matches the body, the route, and SQS MD5s of the bodies.
+// matches the body, the route, SQS MD5s of the bodies, and the sources and
+// grouping of stream and Kafka records.
 func TestRealistic(t *testing.T) {
 	t.Parallel()
 	for _, name := range names(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if strings.HasPrefix(name, "orders-") {
+			switch {
+			case strings.HasPrefix(name, "kinesis-"):
+				ev, err := samples.Kinesis(name)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.Records)
+				for _, r := range ev.Records {
+					assert.Equal(t, "aws:kinesis", r.EventSource)
+					assert.NotEmpty(t, r.Kinesis.SequenceNumber)
+				}
+				return
+			case strings.HasPrefix(name, "ddbstreams-"):
+				ev, err := samples.DynamoDB(name)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.Records)
+				for i, r := range ev.Records {
+					assert.Equal(t, "aws:dynamodb", r.EventSource)
+					if i > 0 {
+						assert.Less(t, ev.Records[i-1].Change.SequenceNumber, r.Change.SequenceNumber, "one shard, in order")
+					}
+					for k, v := range r.Change.Keys {
+						if r.Change.NewImage != nil {
+							assert.Equal(t, v, r.Change.NewImage[k], "the key %s is in the new image", k)
+						}
+					}
+				}
+				return
+			case strings.HasPrefix(name, "kafka-"):
+				ev, err := samples.Kafka(name)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.Records)
+				assert.Equal(t, "aws:kafka", ev.EventSource)
+				for tp, recs := range ev.Records {
+					for _, r := range recs {
+						assert.Equal(t, tp, r.Topic+"-"+strconv.FormatInt(r.Partition, 10), "records grouped by topic-partition")
+					}
+				}
+				return
+			case strings.HasPrefix(name, "orders-"):
 				ev, err := samples.SQS(name)
 				require.NoError(t, err)
 				require.NotEmpty(t, ev.Records)
