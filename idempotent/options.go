@@ -115,7 +115,7 @@ func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } 
 
 // WithPrefix sets the namespace of the keys, replacing the default (the Lambda
 // function name, or "idemkit" outside Lambda). Give every wrapped function
-// its own prefix, and keep it stable across renames and refactoring. Wrap
+// its own prefix, and keep it stable across renames and refactoring. New
 // panics on a prefix that is empty, longer than 512 bytes or not valid
 // UTF-8: every store could not hold its records.
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }

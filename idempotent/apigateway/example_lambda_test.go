@@ -1,8 +1,8 @@
 package apigateway_test
 
-// The API Gateway quick start of README.md and docs/getting-started.md, which
-// quote it (internal/doccheck checks that the quotes match). It is compiled,
-// not run: lambda.Start serves invocations only inside Lambda.
+// The API Gateway quick start of docs/getting-started.md, which quotes it
+// (internal/doccheck checks that the quote matches). It is compiled, not
+// run: lambda.Start serves invocations only inside Lambda.
 
 import (
 	"context"

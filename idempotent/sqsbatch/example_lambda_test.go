@@ -1,7 +1,7 @@
 package sqsbatch_test
 
-// The SQS quick start of README.md and docs/getting-started.md, which quote
-// it (internal/doccheck checks that the quotes match). It is compiled, not
+// The SQS quick start of docs/getting-started.md, which quotes it
+// (internal/doccheck checks that the quote matches). It is compiled, not
 // run: lambda.Start serves invocations only inside Lambda.
 
 import (
