@@ -68,7 +68,7 @@ func newDemo(w io.Writer, client *dynamodb.Client, tables localddb.Tables) *demo
 	for _, fn := range []string{"payments", "orders"} {
 		d.metrics[fn] = emf.New(&d.emfLines, func(o *emf.Options) { o.Dimensions = map[string]string{"FunctionName": fn} })
 	}
-	d.payments = payments.New(d.store, client, tables.Payments, idempotent.WithOutcomeHook(d.hook("payments")))
+	d.payments = payments.New(d.store, &payments.LocalProcessor{}, client, tables.Payments, idempotent.WithOutcomeHook(d.hook("payments")))
 	d.orders = orders.New(d.store, client, tables.Inventory, idempotent.WithOutcomeHook(d.hook("orders")))
 	return d
 }

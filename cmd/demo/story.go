@@ -221,7 +221,7 @@ func (crashingStore) Complete(context.Context, storage.Record) error {
 
 func (d *demo) crashAndTakeover(ctx context.Context) error {
 	ev := withKey(sample(samples.PaymentNew), freshKey())
-	crashed := payments.New(crashingStore{d.store}, d.client, d.tables.Payments,
+	crashed := payments.New(crashingStore{d.store}, &payments.LocalProcessor{}, d.client, d.tables.Payments,
 		idempotent.WithOutcomeHook(d.hook("payments")))
 	first, err := d.payWith(ctx, crashed, ev)
 	if err != nil {
@@ -236,7 +236,7 @@ func (d *demo) crashAndTakeover(ctx context.Context) error {
 
 	// A minute later: a fresh process whose clock is past the lease.
 	later := func() time.Time { return time.Now().Add(time.Minute) }
-	restarted := payments.New(d.store, d.client, d.tables.Payments,
+	restarted := payments.New(d.store, &payments.LocalProcessor{}, d.client, d.tables.Payments,
 		idempotent.WithOutcomeHook(d.hook("payments")), idempotent.WithClock(later))
 	a, err := d.payWith(ctx, restarted, ev)
 	if err != nil {

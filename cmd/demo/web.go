@@ -72,7 +72,7 @@ func (d *demo) webStory(ctx context.Context, first int) error {
 	d.web = &web{gate: &gatedLedger{Ledger: d.client}, answers: map[string]answer{}, added: map[string]int{}}
 	idem := nethttp.Middleware(payments.Engine(d.store, idempotent.WithOutcomeHook(d.hook("payments"))))
 	mux := http.NewServeMux()
-	mux.Handle("POST "+payments.Path, idem(payments.NewHTTPHandler(d.web.gate, d.tables.Payments)))
+	mux.Handle("POST "+payments.Path, idem(payments.NewHTTPHandler(&payments.LocalProcessor{}, d.web.gate, d.tables.Payments)))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -72,7 +72,9 @@ func (m *MemoryTables) before(ctx context.Context, op string) error {
 	return nil
 }
 
-// PutItem implements payments.Ledger.
+// PutItem implements payments.Ledger: it understands the payments
+// function's write, conditioned on the payment ID being free or holding the
+// same charge (which it leaves as it is).
 func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if err := m.before(ctx, "PutItem"); err != nil {
 		return nil, err
@@ -84,17 +86,21 @@ func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, old := range m.ledger {
-		if old.PaymentID == item.PaymentID {
-			ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
-			if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
-				av, err := attributevalue.MarshalMap(old)
-				if err != nil {
-					return nil, err
-				}
-				ccf.Item = av
-			}
-			return nil, ccf
+		if old.PaymentID != item.PaymentID {
+			continue
 		}
+		if old.ChargeID == item.ChargeID {
+			return &dynamodb.PutItemOutput{}, m.after("PutItem")
+		}
+		ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+			av, err := attributevalue.MarshalMap(old)
+			if err != nil {
+				return nil, err
+			}
+			ccf.Item = av
+		}
+		return nil, ccf
 	}
 	m.ledger = append(m.ledger, item)
 	return &dynamodb.PutItemOutput{}, m.after("PutItem")
