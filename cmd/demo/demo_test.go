@@ -50,6 +50,10 @@ func TestDemo(t *testing.T) {
 		"$ idemkit inspect --table", // the final scene: step 1's record through the idemkit command
 		"status   COMPLETED",
 		"HTTP 201",
+		"crash after the charge, before completing → 503; retry: 409 in-progress",
+		"executed: took over",
+		"a slow owner, its lease taken over        → 409 in-progress",
+		"SKU-GOLD-PEN ×2, 1 in stock               → batchItemFailures: 5a9e1b6d",
 	} {
 		assert.Contains(t, text, want)
 	}
@@ -61,7 +65,7 @@ func TestDemo(t *testing.T) {
 func TestWebScene(t *testing.T) {
 	client := localddbtest.Client(t)
 	d := newDemo(io.Discard, client, localddbtest.Tables(t, client))
-	require.NoError(t, d.webStory(t.Context(), 12))
+	require.NoError(t, d.webStory(t.Context(), 14))
 	assert.Zero(t, d.failed, "no step turned out unexpectedly")
 
 	a := d.web.answers
@@ -97,6 +101,28 @@ func TestWebScene(t *testing.T) {
 		ids = append(ids, it.PaymentID)
 	}
 	assert.ElementsMatch(t, []string{a["new"].payment.PaymentID, a["first"].payment.PaymentID}, ids)
+}
+
+// TestTransactionScenes runs the three transaction scenes alone: a crash
+// after the charge resumes without charging again, a stale owner's ledger row
+// is discarded with its lease, a failed stock condition commits nothing.
+func TestTransactionScenes(t *testing.T) {
+	client := localddbtest.Client(t)
+	var out bytes.Buffer
+	d := newDemo(&out, client, localddbtest.Tables(t, client))
+	for i, scene := range []func(context.Context) error{d.crashAfterCharge, d.staleOwner, d.outOfStock} {
+		d.begin(i + 1)
+		require.NoError(t, scene(t.Context()))
+	}
+	t.Log("\n" + out.String())
+	assert.Zero(t, d.failed, "no scene turned out unexpectedly")
+	assert.Equal(t, 2, d.processor.Charges(), "one charge per payment, crash and takeover included")
+	ledger, err := localddb.Scan[payments.LedgerItem](t.Context(), client, d.tables.Payments)
+	require.NoError(t, err)
+	assert.Len(t, ledger, 2, "one row per payment")
+	for _, why := range []string{"why: the charge step was answered from the record", "why: its commit was fenced on its lease", "why: stock >= :qty failed"} {
+		assert.Contains(t, out.String(), why)
+	}
 }
 
 func tableNames(t *testing.T, client *dynamodb.Client) []string {

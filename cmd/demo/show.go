@@ -70,7 +70,7 @@ func (d *demo) show(ctx context.Context) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(d.w, "\nOutcomes reported to idempotent.WithOutcomeHook (step 6's stored 400s count as executed, step 9's crash as store_error)\n")
+	fmt.Fprintf(d.w, "\nOutcomes reported to idempotent.WithOutcomeHook (step 6's stored 400s count as executed, step 9's crash as store_error, step 10's stale owner as lease_lost, step 13's stock as handler_error)\n")
 	for _, fn := range []string{"payments", "orders"} {
 		fmt.Fprintf(d.w, "  %-9s %s\n", fn, formatOutcomes(d.totals[fn]))
 	}
