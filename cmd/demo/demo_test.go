@@ -53,7 +53,7 @@ func TestDemo(t *testing.T) {
 		"crash after the charge, before completing → 503; retry: 409 in-progress",
 		"executed: took over",
 		"a slow owner, its lease taken over        → 409 in-progress",
-		"SKU-GOLD-PEN ×2, 1 in stock               → batchItemFailures: 5a9e1b6d",
+		"SKU-GOLD-PEN ×2, 1 in stock               → batchItemFailures: 9d2c7e41",
 	} {
 		assert.Contains(t, text, want)
 	}

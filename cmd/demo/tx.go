@@ -156,7 +156,7 @@ func (d *demo) outOfStock(ctx context.Context) error {
 	if err := d.restock(ctx, outOfStockSKU, 1); err != nil {
 		return err
 	}
-	const id = "5a9e1b6d-2f7c-4d3e-8a8b-0c1d2e3f4a56"
+	const id = "9d2c7e41-6b3a-4f5e-8c1d-2a3b4c5d6e7f"
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, EventSource: "aws:sqs",
 		Body: fmt.Sprintf(`{"orderId":"order-1099","sku":%q,"quantity":2}`, outOfStockSKU)}}}
 	resp, err := d.order(ctx, ev)

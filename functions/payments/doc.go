@@ -31,7 +31,8 @@
 //	     body needs a new key, or it is answered 422)
 //	     missing or malformed Idempotency-Key, invalid JSON (from the adapter, not stored)
 //	409  the same key is still being processed (Retry-After), or this run lost its
-//	     lease before its row committed (the new owner's answer follows)
+//	     lease before its row committed (the new owner's answer follows); 409
+//	     transaction-aborted: the ledger holds another charge under the payment ID
 //	422  the same key was used with another body
 //	500  the charge or the ledger write failed; the key is given back (kept with
 //	     its recorded charge), so a retry runs again without charging twice

@@ -47,6 +47,10 @@
 //   - Release: one DeleteItem conditioned on
 //     attribute_not_exists(#id) OR #lease = :lease, so an item that is already
 //     gone counts as released.
+//   - Commit of a handler's transaction (see below): one TransactWriteItems
+//     holding the completion (Complete's update, conditioned on
+//     #lease = :lease AND #status = :inprogress) and the handler's items; a
+//     plain Complete when the handler added none.
 //
 // A conditional failure of Complete, Release, AppendStep or Suspend means
 // another invocation took the lease over (or the record completed, or is
@@ -65,6 +69,29 @@
 // had come with the failure. With DynamoDB itself this read happens only
 // when a fenced write finds the record gone, which the failure alone cannot
 // tell from such a server.
+//
+// # Transactions
+//
+// A Store is a storage.TxStore: a handler's own writes can commit with its
+// completion. Inside a handler run by an idempotent front door,
+// [Transaction] returns the run's [Tx], and [Tx.Add] adds
+// types.TransactWriteItem values (Put, Update, Delete, ConditionCheck on
+// any table of the account and region). When the handler returns, the
+// completion and the items go in one TransactWriteItems: all commit, or
+// none. A stale owner whose lease was taken over commits nothing (its
+// caller gets idempotent.ErrInProgress); a failed condition of an item
+// commits nothing and releases the record (a [*TxCanceledError], wrapping
+// idempotent.ErrTxAborted, names the item and the reason); DynamoDB's
+// limits (MaxTransactActions, MaxTransactBytes, one action per item) are
+// checked before any call ([ErrTxLimit]). The ClientRequestToken is
+// derived from the record, the lease and the completion, so the SDK's
+// retry after a lost response applies once. What becomes exactly-once is
+// these writes, while the record lives; calls to other systems are not
+// (use idempotent.DownstreamKey and steps). A resumed run adds its writes
+// again: the earlier run's never committed. See docs/transactions.md.
+//
+// The client must be a [TxClient] (*dynamodb.Client is). Transactional
+// writes cost twice the capacity of plain ones (docs/provisioning.md).
 //
 // # Item layout
 //
@@ -111,7 +138,10 @@
 //
 // The function's role needs dynamodb:PutItem (claim), dynamodb:UpdateItem
 // (complete, steps, suspend), dynamodb:DeleteItem (release) and
-// dynamodb:GetItem (the fallback read only) on the table.
+// dynamodb:GetItem (the fallback read only) on the table. A handler's
+// transaction needs no dynamodb:TransactWriteItems (IAM has no such
+// action): each item needs its own action on its table (PutItem,
+// UpdateItem, DeleteItem, ConditionCheckItem).
 //
 // # Global tables
 //

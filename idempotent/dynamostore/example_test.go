@@ -4,11 +4,13 @@ import (
 	"context"
 	"log"
 	"os"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
@@ -85,4 +87,55 @@ func ExampleNew_dynamoDBLocal() {
 		o.DisableValidateResponseChecksum = true
 	})
 	_ = dynamostore.New(client, "idempotency")
+}
+
+type Reservation struct {
+	OrderID string `json:"order_id"`
+	SKU     string `json:"sku"`
+	Qty     int    `json:"qty"`
+}
+
+// A handler whose own writes commit with its completion: the stock
+// reservation (conditioned on enough stock) and the order row go in the
+// same TransactWriteItems as the idempotency record's completion, or none
+// of them does. A duplicate replays the response without writing again; a
+// stale owner whose lease was taken over commits nothing.
+func ExampleTransaction() {
+	reserve := func(ctx context.Context, r Reservation) (string, error) {
+		tx, err := dynamostore.Transaction(ctx)
+		if err != nil {
+			return "", err
+		}
+		err = tx.Add(
+			types.TransactWriteItem{Update: &types.Update{
+				TableName:           aws.String("inventory"),
+				Key:                 map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: r.SKU}},
+				UpdateExpression:    aws.String("ADD stock :minus"),
+				ConditionExpression: aws.String("stock >= :qty"), // else the commit aborts: idempotent.ErrTxAborted
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":minus": &types.AttributeValueMemberN{Value: strconv.Itoa(-r.Qty)},
+					":qty":   &types.AttributeValueMemberN{Value: strconv.Itoa(r.Qty)},
+				},
+			}},
+			types.TransactWriteItem{Put: &types.Put{
+				TableName: aws.String("orders"),
+				Item: map[string]types.AttributeValue{
+					"orderId": &types.AttributeValueMemberS{Value: r.OrderID},
+					"sku":     &types.AttributeValueMemberS{Value: r.SKU},
+				},
+			}},
+		)
+		if err != nil {
+			return "", err // dynamostore.ErrTxLimit: nothing was added
+		}
+		return "reserved " + r.OrderID, nil // the writes commit when the handler returns
+	}
+
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
+	lambda.Start(idempotent.Wrap(idempotent.New(store), reserve,
+		idempotent.WithKey(func(r Reservation) (string, error) { return r.OrderID, nil })))
 }

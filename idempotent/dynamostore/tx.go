@@ -365,10 +365,11 @@ type TxCancelReason struct {
 	// Index is the item's position among the handler's items, in the order
 	// they were added (from 0); -1 for the record's own completion.
 	Index int
-	// Table and Key say which item it is. Key is nil for a Put whose key
-	// schema the Store did not know (see Tx.Add).
+	// Table is the item's table.
 	Table string
-	Key   map[string]types.AttributeValue
+	// Key is the item's key; nil for a Put whose key schema the Store did
+	// not know (see Tx.Add).
+	Key map[string]types.AttributeValue
 	// Code is DynamoDB's reason: ConditionalCheckFailed, TransactionConflict,
 	// ProvisionedThroughputExceeded, ThrottlingError, ValidationError, ...
 	Code string
@@ -379,6 +380,8 @@ type TxCancelReason struct {
 	Item map[string]types.AttributeValue
 }
 
+// Error names each reason: the item, its table and key, the code and the
+// message.
 func (e *TxCanceledError) Error() string {
 	var b strings.Builder
 	b.WriteString("dynamostore: the transaction was canceled")

@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +16,11 @@ import (
 const (
 	passFlushed  = "flushed"
 	passTooLarge = "too-large"
+	passDirect   = "no-key" // a request without a key: there is no record to keep it in
 )
+
+// errHeld is FlushError's answer while the handler's transaction is open.
+var errHeld = errors.New("nethttp: not flushed: the response is held until the handler's transaction commits")
 
 // capture is the http.ResponseWriter the handler of a keyed request writes
 // to. It buffers the response (status, header snapshot, body up to a limit)
@@ -42,12 +47,19 @@ type capture struct {
 	body   strings.Builder // a string: the stored form takes it without a copy
 	passed string          // why the response passed through; "" while buffering
 	silent bool            // the handler returned without a status or a body: settle answered 200 for it
+	direct bool            // a request without a key: the response passes through as soon as it begins
+	guard  txGuard         // the handler's transaction: while open, the response is held
 }
 
 // init readies c to capture a response meant for w.
 func (c *capture) init(w http.ResponseWriter, limit int64) {
 	c.w, c.outer, c.limit = w, snapshotOf(w.Header()), limit
 }
+
+// held reports whether the response is held past the limit for the
+// handler's transaction: it reaches the client after the commit, and is
+// not stored.
+func (c *capture) held() bool { return c.passed == "" && int64(c.body.Len()) > c.limit }
 
 func (c *capture) Header() http.Header { return c.w.Header() }
 
@@ -62,8 +74,11 @@ func (c *capture) WriteHeader(code int) {
 		return
 	}
 	c.status, c.snap = code, snapshotOf(c.w.Header())
-	if c.passed != "" {
+	switch {
+	case c.passed != "":
 		c.commit(true)
+	case c.direct:
+		c.pass(passDirect)
 	}
 }
 
@@ -97,15 +112,19 @@ func (c *capture) buffering(n int) bool {
 
 // Flush passes the response through: what is buffered is sent, and what
 // follows goes straight to the client. The response is then not stored.
+// While the handler's transaction is open, nothing is sent (see txGuard).
 func (c *capture) Flush() { _ = c.FlushError() }
 
 // FlushError is Flush for http.ResponseController, with the error of the
-// real writer's flush.
+// real writer's flush, or errHeld while the handler's transaction is open.
 func (c *capture) FlushError() error {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
 	c.pass(passFlushed)
+	if c.passed == "" {
+		return errHeld
+	}
 	return http.NewResponseController(c.w).Flush()
 }
 
@@ -120,9 +139,10 @@ func (c *capture) SetWriteDeadline(t time.Time) error {
 }
 
 // pass switches to passing the response through, for the reason given; the
-// status is written by then.
+// status is written by then. While the handler's transaction is open, the
+// response stays held: it must not reach the client before the commit.
 func (c *capture) pass(reason string) {
-	if c.passed != "" {
+	if c.passed != "" || !c.guard.send() {
 		return
 	}
 	c.passed = reason
@@ -194,6 +214,14 @@ func (c *capture) deliver() {
 	c.commit(same)
 	for _, t := range trailers {
 		h[t.name] = t.values
+	}
+}
+
+// discardHeld drops a response held for the handler's transaction, which
+// did not commit (see txGuard): nothing of it reached the client.
+func (c *capture) discardHeld() {
+	if c.w != nil && c.passed == "" {
+		c.discard()
 	}
 }
 

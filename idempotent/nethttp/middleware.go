@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // Middleware returns middleware that makes handlers idempotent by the
@@ -125,10 +126,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case res.Ran && !x.keyed:
-		// Run on the real writer, without idempotency: nothing to add.
+		// Run without idempotency: the response passed through, or was
+		// held for the handler's transaction, which committed.
+		x.c.deliver()
 	case res.Ran:
 		x.answerRun(ctx)
 	case err != nil:
+		// The core refused the call, or the handler's writes did not
+		// commit: then its response was held (see txGuard), and is dropped.
+		x.c.discardHeld()
 		writeProblem(w, httprules.Failure(err, m.RetryAfter))
 	case x.stored == nil:
 		// The core replays only what accept decoded.
@@ -229,14 +235,19 @@ type exchange struct {
 // httprules.NotStoredError. The handler's request carries ctx, with the
 // core's Invocation.
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
-	r := x.r.WithContext(ctx)
+	x.c.init(x.w, x.h.m.MaxBody)
+	x.c.guard.parent = ctx
+	r := x.r.WithContext(storage.ContextWithTx(ctx, &x.c.guard))
 	if !x.keyed {
-		x.h.next.ServeHTTP(x.w, r) // a panic goes to net/http, as without the middleware
+		// The response passes straight through, unless the handler opens
+		// its transaction first: then it is held until the commit.
+		x.c.direct = true
+		x.h.next.ServeHTTP(&x.c, r) // a panic goes to net/http, as without the middleware
+		x.c.settle()
 		return nil, nil
 	}
 	x.reqBody.r.Reset(x.body)
 	r.Body = &x.reqBody
-	x.c.init(x.w, x.h.m.MaxBody)
 	x.run(r)
 	c := &x.c
 	switch {
@@ -257,6 +268,10 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		// cannot hold it: completed without it, so a retry never runs the
 		// handler again and gets 409 response-not-stored.
 		return nil, x.h.m.Core.NotStored(errors.New(c.passed))
+	case c.held():
+		// Held past the limit for the handler's transaction: the client
+		// gets it after the commit; the record cannot hold it.
+		return nil, x.h.m.Core.NotStored(errors.New(passTooLarge))
 	}
 	header := c.storedHeader()
 	if !replayable(header) {

@@ -54,6 +54,12 @@ const (
 	// ProblemStoreUnavailable: 503 with Retry-After, the idempotency store
 	// could not be reached; the handler did not run. Retryable.
 	ProblemStoreUnavailable = httprules.ProblemStoreUnavailable
+	// ProblemTxAborted: 409 without Retry-After, the handler's own writes
+	// (its transaction, see docs/transactions.md) could not commit: a
+	// condition on the current state failed, so nothing changed and the
+	// record was released. The same key may be retried once the state
+	// allows it.
+	ProblemTxAborted = httprules.ProblemTxAborted
 	// ProblemCorruptRecord: 500, the stored record for this key is corrupt or
 	// of a format this version cannot read; it is never replayed.
 	ProblemCorruptRecord = httprules.ProblemCorruptRecord

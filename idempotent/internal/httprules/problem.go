@@ -29,6 +29,7 @@ const (
 	ProblemResponseNotStored = "https://idemkit.dev/problems/response-not-stored"
 	ProblemStoreUnavailable  = "https://idemkit.dev/problems/store-unavailable"
 	ProblemCorruptRecord     = "https://idemkit.dev/problems/corrupt-record"
+	ProblemTxAborted         = "https://idemkit.dev/problems/transaction-aborted"
 	ProblemInternal          = "https://idemkit.dev/problems/internal-error"
 )
 
@@ -140,9 +141,15 @@ func Failure(err error, retryAfter time.Duration) Problem {
 	case errors.Is(err, idempotent.ErrCorruptRecord):
 		return Problem{Status: http.StatusInternalServerError, Type: ProblemCorruptRecord, Title: "Idempotency record unreadable",
 			Detail: "The stored record for this Idempotency-Key cannot be read."}
+	case errors.Is(err, idempotent.ErrTxAborted):
+		// The request conflicts with the current state (a write's condition
+		// failed, stock would go negative): nothing committed, the record was
+		// released. Retrying at once would meet the same state: no Retry-After.
+		return Problem{Status: http.StatusConflict, Type: ProblemTxAborted, Title: "Request conflicts with the current state",
+			Detail: "The request's writes could not commit (a condition on the current state failed), so nothing was changed. It may be retried with the same Idempotency-Key once the state allows it."}
 	case errors.Is(err, idempotent.ErrStore):
 		return Problem{Status: http.StatusServiceUnavailable, Type: ProblemStoreUnavailable, Title: "Service temporarily unavailable",
-			Detail: "The request was not processed. Retry after the Retry-After delay with the same Idempotency-Key.", RetryAfter: retryAfter}
+			Detail: "The request could not be completed. Retry after the Retry-After delay with the same Idempotency-Key.", RetryAfter: retryAfter}
 	}
 	return Internal()
 }
