@@ -1,5 +1,5 @@
 # idemkit's front door. `make test` is what CI runs (.ci/run); it needs Go, and for the integration tests
-# Java 17+, Node.js/npm (DynamoDB Local) and redis-server. Every target that needs more than Go first runs
+# Java 17+, Node.js/npm (DynamoDB Local), redis-server and PostgreSQL's server programs. Every target that needs more than Go first runs
 # scripts/ci-deps.sh (the deps-* targets below), which installs what is missing from Debian's packages.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -9,9 +9,10 @@ MAKEFLAGS += --no-builtin-rules
 # Pinned: staticcheck 2026.2.2 (v0.8.2) is the first release whose go.mod says go 1.26.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -race -count=1
-# Starts DynamoDB Local, a redis-server and a 3-primary Redis Cluster on free loopback ports for the command that
-# follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS are set), and stops them afterwards.
-WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh
+# Starts DynamoDB Local, a redis-server, a 3-primary Redis Cluster and a throwaway PostgreSQL cluster on free
+# loopback ports for the command that follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS /
+# POSTGRES_URL are set), and stops them afterwards.
+WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh
 
 # deps-NEED: scripts/ci-deps.sh NEED installs what NEED calls for and is missing (as root or with sudo, from
 # Debian's packages), or says in one line what to install and fails. Quick and silent when nothing is missing.
@@ -65,16 +66,19 @@ lint:
 	go run $(STATICCHECK) ./...
 	cd functions/e2e/deployed && go run $(STATICCHECK) ./...
 
-# Unit and integration tests of the root module, against DynamoDB Local and Redis, and of the deployed e2e suite's
+# Unit and integration tests of the root module, against DynamoDB Local, Redis and PostgreSQL, and of the deployed e2e suite's
 # own module (functions/e2e/deployed: the Lambda and SQS clients, here against fakes of their APIs).
 .PHONY: test-go
 test-go: deps-test
 	$(WITH_SERVICES) bash -c 'go test $(GO_TEST_FLAGS) ./... && cd functions/e2e/deployed && go test $(GO_TEST_FLAGS) ./...'
 
-# An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand.
+# An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand (docs/trying-it.md): it
+# prints the export line to paste into another shell. AWS_DEFAULT_REGION too: AWS CLI v1 does not read AWS_REGION.
 .PHONY: ddb-local
 ddb-local: deps-demo
-	scripts/with-dynamodb.sh bash -c 'echo "export AWS_ENDPOINT_URL_DYNAMODB=$$AWS_ENDPOINT_URL_DYNAMODB AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=$$AWS_REGION"; echo "(Ctrl-C stops it)"; while :; do sleep 3600; done'
+	@scripts/with-dynamodb.sh bash -c 'echo "Paste into the shell you try things in:"; \
+	  echo "export AWS_ENDPOINT_URL_DYNAMODB=$$AWS_ENDPOINT_URL_DYNAMODB AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=$$AWS_REGION AWS_DEFAULT_REGION=$$AWS_REGION"; \
+	  echo "DynamoDB Local keeps its tables in memory until Ctrl-C stops it."; while :; do sleep 3600; done'
 
 # --- Sample functions: one `bootstrap` per function for the provided.al2023 runtime (arm64 by default). ---
 # NAME:PACKAGE pairs: build/NAME/bootstrap is built from PACKAGE (infra/main.go's functionAssets lists the NAMEs).
@@ -107,9 +111,12 @@ infra/node_modules/.package-lock.json: infra/package.json infra/package-lock.jso
 	@scripts/ci-deps.sh node
 	cd infra && npm ci --no-audit --no-fund
 
-# Offline: no AWS account, no network look-ups, no notices or telemetry.
+# Offline: no AWS account, no network look-ups, no notices or telemetry. Ends by printing the template's path.
+SYNTH_TEMPLATE := infra/cdk.out/Idemkit.template.json
 synth: build infra/node_modules/.package-lock.json
+	@echo "cdk synth (the first run compiles the AWS CDK for Go: several minutes; later runs take seconds)"
 	cd infra && $(CDK_ENV) npx --no-install cdk synth $(CDK_FLAGS) --quiet
+	@test -f $(SYNTH_TEMPLATE) && echo && echo "template: $(SYNTH_TEMPLATE)"
 
 # RETAIN_TABLES=true keeps the tables across destroy for this deploy only; put "retainTables": true in
 # infra/cdk.json's context to keep it for every deploy (a deploy without it puts the tables back to Delete).
@@ -121,13 +128,18 @@ deploy: build infra/node_modules/.package-lock.json
 destroy: infra/node_modules/.package-lock.json
 	cd infra && $(CDK_ENV) npx --no-install cdk destroy $(CDK_FLAGS) --force
 
+# The LocalStack targets first check for Docker with Compose v2 and a running engine, and say in one line what is
+# missing (scripts/need-compose.sh).
 local-up:
+	@scripts/need-compose.sh $@
 	$(COMPOSE) up -d --wait
 
 local-down:
+	@scripts/need-compose.sh $@
 	$(COMPOSE) down
 
 deploy-local: infra/node_modules/.package-lock.json
+	@scripts/need-compose.sh $@
 	$(MAKE) build LAMBDA_GOARCH=$(HOST_GOARCH)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal bootstrap $(CDK_FLAGS)
 	cd infra && $(CDK_ENV) npx --no-install cdklocal deploy $(CDK_FLAGS) --require-approval never \
@@ -180,6 +192,6 @@ test-min-go: deps-test
 # docs/provisioning.md against the table the CDK stack synthesizes (infra/docs_test.go).
 .PHONY: docs-check
 docs-check: deps-docs
-	scripts/with-dynamodb.sh go test -count=1 ./internal/doccheck/
+	scripts/with-dynamodb.sh scripts/with-postgres.sh go test -count=1 ./internal/doccheck/
 	go test -count=1 -run '^Example' ./idempotent/...
 	cd infra && $(CDK_ENV) go test -count=1 -run '^TestProvisioning' ./...

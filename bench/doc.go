@@ -13,14 +13,21 @@
 //     idempotent.WithClock, never by sleeping). A missed target makes the
 //     command fail.
 //  2. The distance from the floor: a wrapped invocation against the bare
-//     SDK calls it cannot avoid, interleaved.
+//     SDK calls it cannot avoid. Median latency, interleaved one invocation
+//     at a time, in several runs (the gate is the median of their ratios);
+//     client CPU per invocation, each path in a driver process of its own
+//     (getrusage), the two run side by side phase by phase (cpupair.go), in
+//     several rounds. §9 and §10 measure their front doors the same way.
 //  3. idemkit against Powertools for AWS Lambda (TypeScript), whose script
-//     and exact pins are in powertools/: throughput, latency, calls and CPU
-//     per invocation, with the same events, table layout and concurrency.
+//     and exact pins are in powertools/: client CPU per invocation (the
+//     target), throughput, latency and calls, with the same events, table
+//     layout and concurrency.
 //  4. The core's in-process benchmarks (go test -bench, summarized with a
-//     pinned benchstat), profiled when a target is missed.
-//  5. Cold start of the sample functions against hello/, under a minimal
-//     Lambda Runtime API of its own (runtimeapi.go), and their arm64 sizes.
+//     pinned benchstat), reported without a target: absolute times differ
+//     from machine to machine.
+//  5. Cold start of the sample functions against hello/ and hellodynamodb/
+//     (the target's floor), under a minimal Lambda Runtime API of its own
+//     (runtimeapi.go), and their arm64 sizes.
 //  6. Throughput and cost per invocation at 1 to 64 concurrent invocations.
 //  7. The Redis store's distance from its floor (2's method over Redis): the
 //     wrapper over redisstore, the store's calls alone, two hand-written Lua
@@ -37,15 +44,22 @@
 //     -bench of idempotent/nethttp); over real HTTP (a net/http server on
 //     loopback) on DynamoDB Local, 2's method (wrapped / bare median latency
 //     beyond the store calls' own time) and the calls per request: new key,
-//     replay, in progress on another instance and on the same one. A missed
-//     calls target makes the command fail. Alone: -only 9.
+//     replay, in progress on another instance and on the same one; its
+//     client CPU against the floor's (2's method, ServeHTTP called in the
+//     driver's process). A missed calls target makes the command fail.
+//     Alone: -only 9.
+//  10. The API Gateway front door (apigw.go): apigateway.WrapV2 called as the
+//     Lambda runtime calls a handler, with the sample HTTP API event
+//     (events/payments-new.json) carrying the 1 KB payment: 2's method for
+//     median latency and client CPU, and the calls per request of WrapV2
+//     and WrapV1. A missed calls target makes the command fail.
 //
 // Usage:
 //
 //	scripts/with-dynamodb.sh scripts/with-redis.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
-//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-capacity] [-pad N]   (a child process of 3, 6 and 8)
+//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-door wrap|http|apigw] [-bare] [-sync] [-capacity] [-pad N]   (a child process of 2, 3, 6, 8, 9 and 10)
 //
 // Each section runs on tables (and Redis keys) of its own, created and
-// deleted by the run. Sections 3, 6 and 8 run their drivers as child
-// processes, so each process's CPU time is its own.
+// deleted by the run. Sections 2, 3, 6, 8, 9 and 10 run their drivers as
+// child processes, so each process's CPU time is its own.
 package main

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -18,16 +21,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // phaseResult is what a driver (this Go one or powertools/bench.mjs) prints,
 // one JSON line per measured phase. Both print the same fields.
 type phaseResult struct {
 	Impl        string         `json:"impl"`
+	Door        string         `json:"door,omitempty"` // the Go driver's -door
+	Bare        bool           `json:"bare,omitempty"` // the Go driver's -bare
 	Phase       string         `json:"phase"`
 	Concurrency int            `json:"concurrency"`
 	N           int            `json:"n"`
@@ -73,6 +81,9 @@ func driveMain(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
 	capacity := fs.Bool("capacity", false, "ask for ReturnConsumedCapacity=TOTAL on every call and report it per phase")
 	pad := fs.Int("pad", 0, "add a receipt field of this many characters to every response")
+	doorName := fs.String("door", "wrap", "the front door: wrap (idempotent.Wrap), http (nethttp.Middleware, ServeHTTP called in process), apigw (apigateway.WrapV2)")
+	syncPhases := fs.Bool("sync", false, "before each measured phase, print a line \"ready\" and wait for a line on stdin (the parent starts two drivers' phases at once)")
+	bareRun := fs.Bool("bare", false, "run the door's floor (its bare path: the same store calls made by hand) instead of the door")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,7 +121,11 @@ func driveMain(args []string) error {
 			outcomes[ev.Outcome.String()]++
 			mu.Unlock()
 		}))
-	h := idempotent.Wrap(engine, paddedCharge(*pad), idempotent.WithKey(eventKey))
+	d, err := newDriveDoor(*doorName, *bareRun, client, *table, engine, tmpl, *pad)
+	if err != nil {
+		return err
+	}
+	h := d.invoke
 
 	run := "g" + randomHex(6)
 	keys := func(phase string, count int) []string {
@@ -121,6 +136,9 @@ func driveMain(args []string) error {
 		return k
 	}
 	warm := keys("warmup", *warmup)
+	if err := d.prepare(warm); err != nil {
+		return err
+	}
 	runPhase(ctx, h, tmpl, warm, *conc)
 	runPhase(ctx, h, tmpl, warm, *conc)
 
@@ -138,6 +156,7 @@ func driveMain(args []string) error {
 
 	var fresh []string
 	enc := json.NewEncoder(os.Stdout)
+	stdin := bufio.NewReader(os.Stdin)
 	for _, phase := range strings.Split(*phases, ",") {
 		var ks []string
 		switch phase {
@@ -154,6 +173,17 @@ func driveMain(args []string) error {
 		default:
 			return fmt.Errorf("drive: unknown phase %q", phase)
 		}
+		if err := d.prepare(ks); err != nil {
+			return err
+		}
+		if *syncPhases {
+			if _, err := fmt.Println("ready"); err != nil {
+				return err
+			}
+			if _, err := stdin.ReadString('\n'); err != nil {
+				return fmt.Errorf("drive: waiting for the phase to start: %w", err)
+			}
+		}
 		mu.Lock()
 		clear(outcomes)
 		mu.Unlock()
@@ -167,7 +197,7 @@ func driveMain(args []string) error {
 		ru1 := rusage()
 		srv1 := serverCPU(*serverPID)
 		res := phaseResult{
-			Impl: "idemkit", Phase: phase, Concurrency: *conc, N: len(ks),
+			Impl: "idemkit", Door: *doorName, Bare: *bareRun, Phase: phase, Concurrency: *conc, N: len(ks),
 			Seconds:  elapsed.Seconds(),
 			Latency:  summarize(lat),
 			Ops:      total.ops.Load() - ops0,
@@ -263,3 +293,118 @@ func rusage() syscall.Rusage {
 }
 
 func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+
+// driveDoor is what the driver sends its invocations through: invoke runs
+// one, for its event's key; prepare builds, before a phase is measured,
+// what the door's invocations of keys are sent (so that the phase's CPU
+// time is the door's and the store's, not that of building requests).
+type driveDoor struct {
+	prepare func(keys []string) error
+	invoke  func(context.Context, paymentEvent) (paymentResult, error)
+}
+
+// newDriveDoor returns the door named name (see drive's -door), or its
+// floor when bare is set.
+func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table string, engine *idempotent.Engine, tmpl paymentEvent, pad int) (driveDoor, error) {
+	none := func([]string) error { return nil }
+	floor := &bare{client: client, table: table}
+	switch name {
+	case "wrap":
+		if bareRun {
+			if pad > 0 {
+				return driveDoor{}, errors.New("drive: -pad is not for -bare")
+			}
+			return driveDoor{prepare: none, invoke: func(ctx context.Context, e paymentEvent) (paymentResult, error) {
+				return paymentResult{}, floor.invoke(ctx, e)
+			}}, nil
+		}
+		return driveDoor{prepare: none, invoke: idempotent.Wrap(engine, paddedCharge(pad), idempotent.WithKey(eventKey))}, nil
+	case "http":
+		hb := &httpBench{floor: floor, held: map[string]chan struct{}{}, started: map[string]chan struct{}{}}
+		var h http.Handler = http.HandlerFunc(hb.bare)
+		if !bareRun {
+			h = nethttp.Middleware(engine)(http.HandlerFunc(hb.charge))
+		}
+		bodies := map[string][]byte{}
+		return driveDoor{
+			prepare: func(keys []string) error {
+				clear(bodies)
+				for _, k := range keys {
+					e := tmpl
+					e.IdempotencyKey = k
+					b, err := json.Marshal(e)
+					if err != nil {
+						return err
+					}
+					bodies[k] = b
+				}
+				return nil
+			},
+			invoke: func(ctx context.Context, e paymentEvent) (paymentResult, error) {
+				r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://bench.invalid/payments", bytes.NewReader(bodies[e.IdempotencyKey]))
+				if err != nil {
+					return paymentResult{}, err
+				}
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set(nethttp.HeaderIdempotencyKey, e.IdempotencyKey)
+				w := &discardWriter{h: http.Header{}}
+				h.ServeHTTP(w, r)
+				if w.status != http.StatusCreated {
+					return paymentResult{}, fmt.Errorf("status %d", w.status)
+				}
+				return paymentResult{}, nil
+			},
+		}, nil
+	case "apigw":
+		d, err := newAPIGWDoor(".", client, table, engine, tmpl)
+		if err != nil {
+			return driveDoor{}, err
+		}
+		h := d.wrapped
+		if bareRun {
+			h = d.bareHandler
+		}
+		evs := map[string]events.APIGatewayV2HTTPRequest{}
+		return driveDoor{
+			prepare: func(keys []string) error {
+				clear(evs)
+				for _, k := range keys {
+					ev, err := d.event(k)
+					if err != nil {
+						return err
+					}
+					evs[k] = ev
+				}
+				return nil
+			},
+			invoke: func(ctx context.Context, e paymentEvent) (paymentResult, error) {
+				out, err := h(ctx, evs[e.IdempotencyKey])
+				if err == nil && out.StatusCode != http.StatusCreated {
+					err = fmt.Errorf("status %d", out.StatusCode)
+				}
+				return paymentResult{}, err
+			},
+		}, nil
+	}
+	return driveDoor{}, fmt.Errorf("drive: unknown -door %q", name)
+}
+
+// discardWriter is an http.ResponseWriter that keeps the status only, as
+// the Lambda runtime's or net/http's would after sending.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return len(p), nil
+}

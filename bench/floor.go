@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -207,81 +208,141 @@ func (b *bare) replay(ctx context.Context, e paymentEvent) error {
 	return err
 }
 
-// floorResult compares wrapped invocations with the bare calls, one case.
-type floorResult struct {
-	Case          string
-	Bare, Wrapped latencies
+// invoke is one invocation on the floor whatever the record holds: the
+// claim, and for a new key the handler and the completion (the calls of
+// newKey), for a duplicate nothing more (replay's). §2's CPU children run
+// it, as they run the wrapper, over new keys and then their replays.
+func (b *bare) invoke(ctx context.Context, e paymentEvent) error {
+	sum := sha256.Sum256([]byte(e.IdempotencyKey))
+	id, lease := "bare#"+hex.EncodeToString(sum[:]), randomHex(16)
+	old, err := b.claim(ctx, id, lease)
+	if err != nil || old != nil {
+		return err
+	}
+	out, err := chargeHandler(ctx, e)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return b.complete(ctx, id, lease, data)
 }
 
-func (r floorResult) ratioP50() float64 { return r.Wrapped.P50 / r.Bare.P50 }
+// floorResult compares wrapped invocations with the bare calls, one case,
+// over several runs.
+type floorResult struct {
+	Case          string
+	Bare, Wrapped latencies // over every run's invocations
+	Ratios        []float64 // wrapped / bare median latency, one per run
+}
+
+// ratioP50 is the median over the runs of their wrapped / bare median
+// latency: the gate.
+func (r floorResult) ratioP50() float64 { return r.ratio().Median }
+func (r floorResult) ratio() spread     { return spreadOf(r.Ratios) }
 func (r floorResult) ratioP99() float64 { return r.Wrapped.P99 / r.Bare.P99 }
 
-// runFloor measures count wrapped and count bare invocations of each case,
-// one after the other (A/B/A/B, the order swapped every pair so neither side
-// always follows the other), at concurrency 1.
-func runFloor(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, count, warmup int) ([]floorResult, error) {
-	b := &bare{client: client, table: table}
-	engine := idempotent.New(dynamostore.New(client, table),
-		idempotent.WithPrefix("floor"), idempotent.WithExpiry(time.Hour),
-		idempotent.WithLogger(slog.New(slog.DiscardHandler)))
-	h := idempotent.Wrap(engine, chargeHandler, idempotent.WithKey(eventKey))
-	wrapped := func(ctx context.Context, e paymentEvent) error { _, err := h(ctx, e); return err }
-	run := "f" + randomHex(6)
+// side is one path of a floor measurement: an invocation with key that
+// must succeed (a replay must be one).
+type side func(ctx context.Context, key string) error
 
-	measure := func(name string, wrappedKeys, bareKeys []string, w, bf func(context.Context, paymentEvent) error) (floorResult, error) {
-		r := floorResult{Case: name}
-		wl := make([]time.Duration, 0, len(wrappedKeys))
-		bl := make([]time.Duration, 0, len(bareKeys))
-		one := func(f func(context.Context, paymentEvent) error, key string, into *[]time.Duration) error {
-			e := tmpl
-			e.IdempotencyKey = key
-			t0 := time.Now()
-			ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := f(ictx, e)
-			cancel()
-			*into = append(*into, time.Since(t0))
-			return err
+// floorSides are the four paths of a floor: wrapped and bare, for a new key
+// and for its replay.
+type floorSides struct {
+	wrappedNew, bareNew, wrappedReplay, bareReplay side
+	// prepare, if not nil, builds what the invocations of keys are sent,
+	// before they are timed.
+	prepare func(keys []string) error
+}
+
+// measureFloor is §2's method, used by §2, §9 and §10: runs runs, each of
+// count/runs new keys through each path, interleaved one invocation at a
+// time (A/B, B/A, ...: neither path always follows the other), then the
+// same keys again, their replays, interleaved the same way; after warmup
+// unmeasured invocations of each path and case. Each run gives a ratio of
+// medians; the gate is their median, so a burst of load from elsewhere on
+// the machine spoils a run, not the figure.
+func measureFloor(ctx context.Context, tag string, s floorSides, runs, count, warmup int) ([]floorResult, error) {
+	run := tag + randomHex(6)
+	keys := func(name string, n int) []string {
+		k := make([]string, n)
+		for i := range k {
+			k[i] = fmt.Sprintf("%s-%s-%d", run, name, i)
 		}
-		for i := range wrappedKeys {
-			first, second := func() error { return one(w, wrappedKeys[i], &wl) }, func() error { return one(bf, bareKeys[i], &bl) }
+		return k
+	}
+	one := func(f side, key string, into *[]time.Duration) error {
+		t0 := time.Now()
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := f(ictx, key)
+		cancel()
+		*into = append(*into, time.Since(t0))
+		return err
+	}
+	interleave := func(name string, wk, bk []string, w, b side) (wl, bl []time.Duration, err error) {
+		if s.prepare != nil {
+			if err := s.prepare(slices.Concat(wk, bk)); err != nil {
+				return nil, nil, err
+			}
+		}
+		wl, bl = make([]time.Duration, 0, len(wk)), make([]time.Duration, 0, len(bk))
+		for i := range wk {
+			first, second := func() error { return one(w, wk[i], &wl) }, func() error { return one(b, bk[i], &bl) }
 			if i%2 == 1 {
 				first, second = second, first
 			}
 			for _, f := range []func() error{first, second} {
 				if err := f(); err != nil {
 					// The floor compares like with like: any failure spoils it.
-					return r, fmt.Errorf("floor %s: %w", name, err)
+					return nil, nil, fmt.Errorf("floor %s: %w", name, err)
 				}
 			}
 		}
-		r.Wrapped, r.Bare = summarize(wl), summarize(bl)
-		return r, nil
-	}
-	keys := func(tag string, count int) []string {
-		k := make([]string, count)
-		for i := range k {
-			k[i] = fmt.Sprintf("%s-%s-%d", run, tag, i)
-		}
-		return k
+		return wl, bl, nil
 	}
 
-	// Warm-up: both paths, both cases, unmeasured.
 	wk, bk := keys("warm-w", warmup), keys("warm-b", warmup)
-	if _, err := measure("warm-up", wk, bk, wrapped, b.newKey); err != nil {
+	if _, _, err := interleave("warm-up", wk, bk, s.wrappedNew, s.bareNew); err != nil {
 		return nil, err
 	}
-	if _, err := measure("warm-up", wk, bk, wrapped, b.replay); err != nil {
+	if _, _, err := interleave("warm-up", wk, bk, s.wrappedReplay, s.bareReplay); err != nil {
 		return nil, err
 	}
+	res := []floorResult{{Case: "new key"}, {Case: "replay"}}
+	all := make([][2][]time.Duration, len(res)) // wrapped, bare
+	per := max(count/runs, 1)
+	for r := range runs {
+		wk, bk := keys(fmt.Sprintf("w%d", r), per), keys(fmt.Sprintf("b%d", r), per)
+		for c, paths := range [][2]side{{s.wrappedNew, s.bareNew}, {s.wrappedReplay, s.bareReplay}} {
+			wl, bl, err := interleave(res[c].Case, wk, bk, paths[0], paths[1])
+			if err != nil {
+				return nil, err
+			}
+			res[c].Ratios = append(res[c].Ratios, summarize(wl).P50/summarize(bl).P50)
+			all[c][0], all[c][1] = append(all[c][0], wl...), append(all[c][1], bl...)
+		}
+	}
+	for c := range res {
+		res[c].Wrapped, res[c].Bare = summarize(all[c][0]), summarize(all[c][1])
+	}
+	return res, nil
+}
 
-	wk, bk = keys("w", count), keys("b", count)
-	newKey, err := measure("new key", wk, bk, wrapped, b.newKey)
-	if err != nil {
-		return nil, err
-	}
-	replay, err := measure("replay", wk, bk, wrapped, b.replay)
-	if err != nil {
-		return nil, err
-	}
-	return []floorResult{newKey, replay}, nil
+// runFloor is §2: the wrapper against bare, by measureFloor.
+func runFloor(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, runs, count, warmup int) ([]floorResult, error) {
+	b := &bare{client: client, table: table}
+	engine := idempotent.New(dynamostore.New(client, table),
+		idempotent.WithPrefix("floor"), idempotent.WithExpiry(time.Hour),
+		idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	h := idempotent.Wrap(engine, chargeHandler, idempotent.WithKey(eventKey))
+	event := func(key string) paymentEvent { e := tmpl; e.IdempotencyKey = key; return e }
+	wrapped := func(ctx context.Context, key string) error { _, err := h(ctx, event(key)); return err }
+	return measureFloor(ctx, "f", floorSides{
+		wrappedNew:    wrapped,
+		bareNew:       func(ctx context.Context, key string) error { return b.newKey(ctx, event(key)) },
+		wrappedReplay: wrapped,
+		bareReplay:    func(ctx context.Context, key string) error { return b.replay(ctx, event(key)) },
+	}, runs, count, warmup)
 }

@@ -29,10 +29,6 @@ import (
 // (go test -bench of idempotent/nethttp); over real HTTP on DynamoDB Local,
 // its distance from the floor (§2's method) and its calls per request.
 
-// httpInprocTarget is the first run's budget of the middleware in process,
-// over the bare handler, for a 1 KB JSON POST.
-var httpInprocTarget = inprocTarget{Bench: "first-run", MaxNs: 10_000, MaxAllocs: 60}
-
 // httpResult is §9's measurements.
 type httpResult struct {
 	Command string              // how the in-process benchmarks ran
@@ -40,6 +36,7 @@ type httpResult struct {
 	Medians map[string]benchFig // by sub-benchmark: bare, first-run, replay, first-run-raw, replay-raw
 	Floor   []floorResult       // over HTTP: new key, replay
 	Calls   []callsResult       // over HTTP: new key, replay, in progress
+	CPU     cpuPairs            // client CPU, ServeHTTP called in process, against the floor
 }
 
 // added is a sub-benchmark's median cost less the bare handler's.
@@ -50,11 +47,6 @@ func (r *httpResult) added(name string) (benchFig, bool) {
 		return benchFig{}, false
 	}
 	return benchFig{NsOp: f.NsOp - bare.NsOp, BOp: f.BOp - bare.BOp, AllocsOp: f.AllocsOp - bare.AllocsOp}, true
-}
-
-func (r *httpResult) inprocMet() bool {
-	a, ok := r.added(httpInprocTarget.Bench)
-	return ok && a.NsOp <= httpInprocTarget.MaxNs && a.AllocsOp <= httpInprocTarget.MaxAllocs
 }
 
 // runHTTPInproc runs BenchmarkMiddleware count times, as runInproc runs the
@@ -302,64 +294,23 @@ func (hb *httpBench) postTo(ctx context.Context, base, path, key, tag string) (a
 	return answer{status: resp.StatusCode, replayed: resp.Header.Get(nethttp.HeaderReplayed) == "true"}, nil
 }
 
-// runHTTPFloor is §2's method over HTTP: count wrapped and count bare
-// requests of each case, interleaved (A/B, B/A, ...), one at a time, after
-// warmup unmeasured ones of each.
-func (hb *httpBench) runFloor(ctx context.Context, count, warmup int) ([]floorResult, error) {
-	run := "h" + randomHex(6)
-	keys := func(tag string, n int) []string {
-		k := make([]string, n)
-		for i := range k {
-			k[i] = fmt.Sprintf("%s-%s-%d", run, tag, i)
-		}
-		return k
-	}
-	measure := func(name string, wk, bk []string, replayed bool) (floorResult, error) {
-		r := floorResult{Case: name}
-		wl, bl := make([]time.Duration, 0, len(wk)), make([]time.Duration, 0, len(bk))
-		one := func(path, key string, into *[]time.Duration) error {
-			t0 := time.Now()
-			a, err := hb.post(ctx, path, key, "")
-			*into = append(*into, time.Since(t0))
+// sides are the floor's four paths over HTTP: POST /wrapped and POST /bare,
+// each answered 201 (a replay marked Idempotent-Replayed).
+func (hb *httpBench) sides() floorSides {
+	path := func(p string, replayed bool) side {
+		return func(ctx context.Context, key string) error {
+			a, err := hb.post(ctx, p, key, "")
 			switch {
 			case err != nil:
 				return err
 			case a.status != http.StatusCreated || a.replayed != replayed:
-				return fmt.Errorf("%s %s: status %d, replayed %v", path, key, a.status, a.replayed)
+				return fmt.Errorf("%s %s: status %d, replayed %v", p, key, a.status, a.replayed)
 			}
 			return nil
 		}
-		for i := range wk {
-			first, second := func() error { return one("/wrapped", wk[i], &wl) }, func() error { return one("/bare", bk[i], &bl) }
-			if i%2 == 1 {
-				first, second = second, first
-			}
-			for _, f := range []func() error{first, second} {
-				if err := f(); err != nil {
-					return r, fmt.Errorf("http floor %s: %w", name, err)
-				}
-			}
-		}
-		r.Wrapped, r.Bare = summarize(wl), summarize(bl)
-		return r, nil
 	}
-	wk, bk := keys("warm-w", warmup), keys("warm-b", warmup)
-	if _, err := measure("warm-up", wk, bk, false); err != nil {
-		return nil, err
-	}
-	if _, err := measure("warm-up", wk, bk, true); err != nil {
-		return nil, err
-	}
-	wk, bk = keys("w", count), keys("b", count)
-	newKey, err := measure("new key", wk, bk, false)
-	if err != nil {
-		return nil, err
-	}
-	replay, err := measure("replay", wk, bk, true)
-	if err != nil {
-		return nil, err
-	}
-	return []floorResult{newKey, replay}, nil
+	return floorSides{wrappedNew: path("/wrapped", false), bareNew: path("/bare", false),
+		wrappedReplay: path("/wrapped", true), bareReplay: path("/bare", true)}
 }
 
 // runCalls counts the DynamoDB calls of one request per scenario, reps
@@ -455,18 +406,24 @@ func (hb *httpBench) runCalls(ctx context.Context, reps int) []callsResult {
 	return out
 }
 
-// runHTTPLoopback measures §9 over HTTP, into res.
-func runHTTPLoopback(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent, c config, res *httpResult, progress func(string)) error {
-	hb, stop, err := startHTTPBench(ctx, client, table, tmpl)
+// runHTTPLoopback measures §9 over HTTP, into res, then the client CPU
+// (in processes of their own, ServeHTTP called directly).
+func runHTTPLoopback(ctx context.Context, e *env, table string, tmpl paymentEvent, c config, res *httpResult, progress func(string)) error {
+	err := func() error {
+		hb, stop, err := startHTTPBench(ctx, e.client, table, tmpl)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		progress(fmt.Sprintf("calls per request, %d repetitions of each scenario", c.CallsReps))
+		res.Calls = hb.runCalls(ctx, c.CallsReps)
+		progress(fmt.Sprintf("%d runs of %d wrapped and %d bare requests per case, over HTTP", c.FloorRuns, c.FloorN/c.FloorRuns, c.FloorN/c.FloorRuns))
+		res.Floor, err = measureFloor(ctx, "h", hb.sides(), c.FloorRuns, c.FloorN, c.FloorWarmup)
+		return err
+	}()
 	if err != nil {
 		return err
 	}
-	defer stop()
-	progress(fmt.Sprintf("calls per request, %d repetitions of each scenario", c.CallsReps))
-	res.Calls = hb.runCalls(ctx, c.CallsReps)
-	progress(fmt.Sprintf("%d wrapped and %d bare requests per case, over HTTP", c.FloorN, c.FloorN))
-	if res.Floor, err = hb.runFloor(ctx, c.FloorN, c.FloorWarmup); err != nil {
-		return err
-	}
-	return ctx.Err()
+	res.CPU, err = runCPUPairs(ctx, e, "http", c, progress)
+	return err
 }

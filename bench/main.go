@@ -39,7 +39,8 @@ type config struct {
 	Out, Root, Build, Cmd string
 
 	CallsReps                               int
-	FloorN, FloorWarmup                     int
+	FloorN, FloorWarmup, FloorRuns          int
+	CPUN, CPUC, CPUWarmup, CPURounds        int
 	CompareN, CompareC, CompareRounds, Warm int
 	RedisFloorN, RedisFloorWarmup           int
 	CapacityN, CapacityC, CapacityWarmup    int
@@ -52,7 +53,7 @@ type config struct {
 	CPUProfile                              string
 }
 
-// runs reports whether section (1 to 9) is to run.
+// runs reports whether section (1 to 10) is to run.
 func (c *config) runs(section int) bool {
 	if c.Only == "" {
 		return true
@@ -70,6 +71,11 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.CallsReps, "calls-reps", 5, "repetitions of each calls-per-invocation scenario")
 	fs.IntVar(&c.FloorN, "floor-n", 2000, "wrapped and bare invocations of each case (floor)")
 	fs.IntVar(&c.FloorWarmup, "floor-warmup", 200, "unmeasured warm-up invocations (floor)")
+	fs.IntVar(&c.FloorRuns, "floor-runs", 6, "runs the floor's invocations are split into; the gate is the median of their ratios")
+	fs.IntVar(&c.CPUN, "cpu-n", 1500, "new keys, then their replays, per driver run (client CPU against the floor)")
+	fs.IntVar(&c.CPUC, "cpu-c", 4, "invocations in flight (client CPU against the floor)")
+	fs.IntVar(&c.CPUWarmup, "cpu-warmup", 300, "unmeasured warm-up invocations per driver run (client CPU against the floor)")
+	fs.IntVar(&c.CPURounds, "cpu-rounds", 6, "driver runs of each path, wrapped and bare, alternating (client CPU against the floor)")
 	fs.IntVar(&c.CompareN, "compare-n", 4000, "invocations per phase and run (Powertools comparison)")
 	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
 	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
@@ -164,7 +170,7 @@ func benchMain(args []string) error {
 	// on a rested machine. DynamoDB Local is idle meanwhile (not yet warmed).
 	if c.runs(4) {
 		section("4. in-process (with its build)", func() {
-			if r.inproc, err = runInproc(ctx, root, c.Build, c.BenchCount, c.Benchtime, inprocTargets, progress("4 in-process")); err != nil {
+			if r.inproc, err = runInproc(ctx, root, c.Build, c.BenchCount, c.Benchtime, progress("4 in-process")); err != nil {
 				r.inprocErr = err.Error()
 				progress("4 in-process")("FAILED: " + err.Error())
 			}
@@ -182,7 +188,7 @@ func benchMain(args []string) error {
 		})
 	}
 
-	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) || c.runs(9) {
+	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) || c.runs(9) || c.runs(10) {
 		section("warm-up", func() {
 			progress("warm-up")("DynamoDB Local's JIT: 3,000 invocations, unmeasured")
 			warmUp(ctx, client, table, tmpl, 3000)
@@ -204,8 +210,11 @@ func benchMain(args []string) error {
 
 	if c.runs(2) {
 		section("2. distance from the floor", func() {
-			progress("2 floor")(fmt.Sprintf("%d wrapped and %d bare invocations per case", c.FloorN, c.FloorN))
-			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorN, c.FloorWarmup); err != nil {
+			progress("2 floor")(fmt.Sprintf("%d runs of %d wrapped and %d bare invocations per case", c.FloorRuns, c.FloorN/c.FloorRuns, c.FloorN/c.FloorRuns))
+			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorRuns, c.FloorN, c.FloorWarmup); err == nil {
+				r.floorCPU, err = runCPUPairs(ctx, e, "wrap", c, progress("2 floor"))
+			}
+			if err != nil {
 				r.floorErr = err.Error()
 				progress("2 floor")("FAILED: " + err.Error())
 			}
@@ -214,9 +223,18 @@ func benchMain(args []string) error {
 
 	if c.runs(9) && r.httpErr == "" {
 		section("9. net/http middleware over HTTP", func() {
-			if err = runHTTPLoopback(ctx, client, table, tmpl, c, r.http, progress("9 net/http")); err != nil {
+			if err = runHTTPLoopback(ctx, e, table, tmpl, c, r.http, progress("9 net/http")); err != nil {
 				r.httpErr = err.Error()
 				progress("9 net/http")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(10) {
+		section("10. API Gateway", func() {
+			if r.apigw, err = runAPIGW(ctx, e, table, tmpl, c, progress("10 apigateway")); err != nil {
+				r.apigwErr = err.Error()
+				progress("10 apigateway")("FAILED: " + err.Error())
 			}
 		})
 	}
@@ -307,17 +325,17 @@ func benchMain(args []string) error {
 			failed = append(failed, "net/http "+cr.Scenario)
 		}
 	}
+	if r.apigw != nil {
+		for _, cr := range r.apigw.Calls {
+			if !cr.ok() {
+				failed = append(failed, "API Gateway "+cr.Scenario)
+			}
+		}
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("calls-per-invocation target missed: %s (see %s)", strings.Join(failed, ", "), c.Out)
 	}
 	return nil
-}
-
-// inprocTargets: replay and first run of a 1 KB event, each at most 3 µs
-// and 25 allocations.
-var inprocTargets = []inprocTarget{
-	{Bench: "BenchmarkFirstRun/1KB", MaxNs: 3000, MaxAllocs: 25},
-	{Bench: "BenchmarkReplay/1KB", MaxNs: 3000, MaxAllocs: 25},
 }
 
 // warmUp runs n new keys and their replays through the wrapper at

@@ -49,13 +49,13 @@ func (benchRefusingStore) Suspend(context.Context, string, string, time.Time) er
 
 // benchCaptureStore is a MemoryStore that keeps the last completed record.
 type benchCaptureStore struct {
-	idempotent.MemoryStore
+	storage.StepStore
 	last storage.Record
 }
 
 func (s *benchCaptureStore) Complete(ctx context.Context, rec storage.Record) error {
 	s.last = rec
-	return s.MemoryStore.Complete(ctx, rec)
+	return s.StepStore.Complete(ctx, rec)
 }
 
 var benchQuiet = idempotent.WithLogger(slog.New(slog.DiscardHandler))
@@ -64,7 +64,7 @@ var benchQuiet = idempotent.WithLogger(slog.New(slog.DiscardHandler))
 // record it completed: a real record for a benchRefusingStore to replay.
 func benchCompleted[Out any](b *testing.B, handler func(context.Context, benchEvent) (Out, error), evt benchEvent, opts ...idempotent.WrapOption[benchEvent]) *storage.Record {
 	b.Helper()
-	s := &benchCaptureStore{}
+	s := &benchCaptureStore{StepStore: idempotent.NewMemoryStore()}
 	if _, err := idempotent.Wrap(idempotent.New(s, benchQuiet), handler, opts...)(context.Background(), evt); err != nil {
 		b.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type flight struct {
 	leaseEnd time.Time     // the lease end it holds
 	done     bool          // the leader has its answer
 	shared   bool          // res is a response followers may share
-	res      Result        // the leader's stored or replayed response
+	res      result        // the leader's stored or replayed response
 	resFP    string        // the fingerprint of the record res came from
 }
 
@@ -49,7 +49,7 @@ type snapshot struct {
 	holds, done, shared bool
 	fp, resFP           string
 	leaseEnd            time.Time
-	res                 Result
+	res                 result
 	changed             <-chan struct{}
 }
 
@@ -89,7 +89,7 @@ func (f *flight) settle() {
 }
 
 // share offers the leader's stored or replayed response to its followers.
-func (f *flight) share(r *Result, fp string) {
+func (f *flight) share(r *result, fp string) {
 	f.mu.Lock()
 	f.shared, f.res, f.resFP = true, *r, fp
 	f.notify()
@@ -106,7 +106,7 @@ func (f *flight) land() {
 
 // coalesce answers a call through the flight of its record id: it leads a
 // new one, or follows the one in the air.
-func (e *Engine) coalesce(ctx context.Context, j *job) (Result, error) {
+func (e *Engine) coalesce(ctx context.Context, j *job) (result, error) {
 	for {
 		e.mu.Lock()
 		f := e.flights[j.id]
@@ -132,7 +132,7 @@ func (e *Engine) coalesce(ctx context.Context, j *job) (Result, error) {
 
 // follow waits on f until it can answer the call (answered) or the call must
 // go to the store itself.
-func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res Result, answered bool, err error) {
+func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res result, answered bool, err error) {
 	var waitOver <-chan time.Time // the end of WithWaitInProgress, once started
 	waited := false
 	for {
@@ -143,15 +143,15 @@ func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res Result, ans
 				res, err = e.share(ctx, j, &s.res)
 				return res, true, err
 			}
-			return Result{}, false, nil
+			return result{}, false, nil
 		case s.holds && s.leaseEnd.UnixMilli() < e.cfg.now().UnixMilli():
 			// The leader overran its lease (it hangs, or the clock moved):
 			// go to the store, where the claim takes the record over.
-			return Result{}, false, nil
+			return result{}, false, nil
 		case s.holds && j.fp != "" && j.fp != s.fp:
-			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomePayloadMismatch, RecordID: j.id, Err: ErrPayloadMismatch})
+			return result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomePayloadMismatch, RecordID: j.id, Err: ErrPayloadMismatch})
 		case s.holds && (e.cfg.waitMax <= 0 || waited):
-			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomeInProgress, RecordID: j.id, Err: ErrInProgress})
+			return result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomeInProgress, RecordID: j.id, Err: ErrInProgress})
 		}
 		if waitOver == nil && e.cfg.waitMax > 0 {
 			t := time.NewTimer(e.cfg.waitMax)
@@ -166,7 +166,7 @@ func (e *Engine) follow(ctx context.Context, j *job, f *flight) (res Result, ans
 		case <-waitOver:
 			waited = true // answer from what the flight says now
 		case <-ctx.Done():
-			return Result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomeInProgress, RecordID: j.id, Err: fmt.Errorf("%w: %w", ErrInProgress, ctx.Err())})
+			return result{}, true, e.finish(ctx, j.start, Event{Outcome: OutcomeInProgress, RecordID: j.id, Err: fmt.Errorf("%w: %w", ErrInProgress, ctx.Err())})
 		}
 	}
 }
@@ -182,7 +182,7 @@ func (e *Engine) retire(id string, f *flight) {
 }
 
 // lead makes the store calls for a flight, then lets its followers go.
-func (e *Engine) lead(ctx context.Context, j *job) (Result, error) {
+func (e *Engine) lead(ctx context.Context, j *job) (result, error) {
 	defer func() {
 		// Also on a panic (re-raised by run) or runtime.Goexit: followers
 		// must never wait for a leader that is gone.
@@ -194,12 +194,12 @@ func (e *Engine) lead(ctx context.Context, j *job) (Result, error) {
 
 // share answers a follower with the response its flight's leader stored or
 // replayed.
-func (e *Engine) share(ctx context.Context, j *job, r *Result) (Result, error) {
+func (e *Engine) share(ctx context.Context, j *job, r *result) (result, error) {
 	ev := Event{Outcome: OutcomeReplayed, RecordID: j.id, Shared: true}
-	if err := j.r.accept(r.Response); err != nil {
+	if err := j.r.accept(r.response); err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
-		return Result{}, e.finish(ctx, j.start, ev)
+		return result{}, e.finish(ctx, j.start, ev)
 	}
 	e.finish(ctx, j.start, ev)
-	return Result{Response: r.Response, replay: Replay{RecordID: j.id, ExpiresAt: r.replay.ExpiresAt}}, nil
+	return result{response: r.response, replay: Replay{RecordID: j.id, ExpiresAt: r.replay.ExpiresAt}}, nil
 }

@@ -22,12 +22,12 @@
 // does not compile), and the apigateway, nethttp and sqsbatch packages'. No
 // option passes through, and none overrides another.
 //
-// The Engine knows nothing of types: [Engine.Do] takes a key, a scope and a
-// payload ([Call]) and work that returns its response encoded, and answers
-// with the encoded response and whether this call ran it ([Result]). Wrap is
-// the typed layer over it; the adapters call it with what they parsed, and
-// so can your own front doors. [RecordID] names a key's record, for logs and
-// tools.
+// The Engine knows nothing of types: it takes a key, a scope and a payload
+// and work that returns its response encoded, and answers with the encoded
+// response. Wrap is the typed layer over it, and the adapters call it with
+// what they parsed; a front door of your own wraps its work with Wrap (a
+// handler of any input and output type). [RecordID] names a key's record,
+// for logs and tools.
 //
 // Coalescing: concurrent calls for one record in one process (one Engine)
 // share one claim. While a call holds the record's lease, a duplicate gets
@@ -66,6 +66,15 @@
 // down), the caller still gets its response and the record is left to its lease;
 // a duplicate arriving after the lease re-runs the handler. This is logged at
 // error level and reported to the outcome hook.
+//
+// # Without idempotency: IDEMKIT_DISABLED
+//
+// With IDEMKIT_DISABLED=1 (or true) in the environment when New runs, every
+// front door of the Engine calls its handler directly: no store call, no
+// record, no key or payload derived, and every invocation reported as
+// [OutcomeBypassed]; [Step] just calls its function. New logs a warning. It
+// is for local runs and tests only (t.Setenv("IDEMKIT_DISABLED", "1") before
+// New), never for production.
 //
 // # Concurrency
 //

@@ -13,8 +13,9 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/idemkit/idemkit/idempotent/internal/envelope"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/storage"
-	"github.com/idemkit/idemkit/internal/envelope"
 )
 
 const (
@@ -37,10 +38,10 @@ const (
 var errLeaseEnding = fmt.Errorf("idempotent: the handler's time is up: its lease ends soon: %w", context.DeadlineExceeded)
 
 // Engine is the byte-level idempotency engine every front door calls: Wrap,
-// the apigateway and sqsbatch adapters, and your own. It derives the record
-// id, claims it, runs the work under a lease, stores or releases, replays,
-// waits, caches, coalesces concurrent calls for one record in this process,
-// and reports each call's outcome. It knows nothing of types: the work
+// the nethttp middleware, and the apigateway and sqsbatch adapters. It
+// derives the record id, claims it, runs the work under a lease, stores or
+// releases, replays, waits, caches, coalesces concurrent calls for one
+// record in this process, and reports each call's outcome. It knows nothing of types: the work
 // returns its response encoded, and a replay returns the stored bytes.
 //
 // An Engine is safe for concurrent use; create one per front door, at
@@ -56,31 +57,7 @@ type Engine struct {
 	flights map[string]*flight // record id -> the call of this process that holds it
 }
 
-// Call is what a front door knows about one call.
-type Call struct {
-	// Key is the idempotency key, as the client sent it (at most 1,024 bytes
-	// of UTF-8). An empty key is ErrMissingKey, or runs without idempotency
-	// under WithOptionalKey.
-	Key string
-	// Scope, when set, confines the key to a caller or tenant (WithScope).
-	Scope string
-	// Payload, when not nil, is what a duplicate must repeat; it is hashed by
-	// the rule of WithPayloadValidation.
-	Payload any
-	// Accept, when set, vets a stored response before it is replayed (by
-	// decoding it, say): an error wrapped with ErrCorruptRecord is the
-	// call's answer, and the response is never replayed.
-	Accept func(response []byte) error
-	// Attrs, when set, are added to every line the Engine logs about the
-	// call (its outcome, a panic in the work), to tie them to the front
-	// door's own lines: sqsbatch adds "message_id". They travel in the
-	// work's context, so calls the work makes through an Engine log them
-	// too. Outcome hooks do not see them. Never put a raw key or payload
-	// in them.
-	Attrs []slog.Attr
-}
-
-// logAttrsKey is the context key of the Call.Attrs of the call under way.
+// logAttrsKey is the context key of the frontdoor.Call.Attrs of the call under way.
 type logAttrsKey struct{}
 
 // withLogAttrs returns ctx carrying attrs for the Engine's log lines.
@@ -91,7 +68,7 @@ func withLogAttrs(ctx context.Context, attrs []slog.Attr) context.Context {
 	return context.WithValue(ctx, logAttrsKey{}, attrs)
 }
 
-// logAttrs appends to attrs the Call.Attrs that ctx carries.
+// logAttrs appends to attrs the frontdoor.Call.Attrs that ctx carries.
 func logAttrs(ctx context.Context, attrs []slog.Attr) []slog.Attr {
 	extra, _ := ctx.Value(logAttrsKey{}).([]slog.Attr)
 	return append(attrs, extra...)
@@ -104,21 +81,19 @@ type job struct {
 	r      runner
 	f      *flight // the flight this call leads: own, once it leads
 	own    flight
-	fn     funcs // r, for Do
+	fn     funcs // r, for frontdoor.Engine.Do
 	// followed says the call waited on another's flight before it led: its
 	// start is no longer a fresh reading of the clock.
 	followed bool
 }
 
-// Result is the answer of Engine.Do.
-type Result struct {
-	// Response is the encoded response: the one the work returned, or the
-	// stored one replayed.
-	Response []byte
-	// Ran reports that this call ran the work; Response is then the work's.
-	Ran bool
-
-	replay Replay // the stored response when Ran is false, for ReplayMarker
+// result is the answer of do: the encoded response (the work's, or the
+// stored one replayed), whether this call ran the work, and the stored
+// response's facts when it did not, for ReplayMarker.
+type result struct {
+	response []byte
+	ran      bool
+	replay   Replay
 }
 
 // New returns an Engine over store, configured by opts: the core settings
@@ -126,10 +101,11 @@ type Result struct {
 // every front door given this Engine shares. New panics on a nil store and
 // on an invalid prefix: programmer errors, found at start-up.
 //
-// Every front door takes an Engine: Wrap, apigateway, nethttp, sqsbatch and
-// your own (through Do). Make one at start-up and share it; records of front
-// doors that share an Engine share its prefix, so give unrelated handlers in
-// one process their own Engine, or their own scope.
+// Every front door takes an Engine: Wrap, apigateway, nethttp and sqsbatch
+// (a front door of your own wraps its work with Wrap). Make one at start-up
+// and share it; records of front doors that share an Engine share its
+// prefix, so give unrelated handlers in one process their own Engine, or
+// their own scope.
 func New(store storage.Store, opts ...Option) *Engine {
 	if store == nil || (reflect.ValueOf(store).Kind() == reflect.Pointer && reflect.ValueOf(store).IsNil()) {
 		panic("idempotent: New: nil store")
@@ -145,7 +121,7 @@ func New(store storage.Store, opts ...Option) *Engine {
 		e.cache, _ = lru.New[string, storage.Record](e.cfg.cacheSize) // size > 0: no error
 	}
 	if e.cfg.disabled {
-		e.Logger().Warn("idempotent: " + DisableEnv + " is set: handlers run without idempotency (never do this in production)")
+		e.logger().Warn("idempotent: " + disableEnv + " is set: handlers run without idempotency (never do this in production)")
 	}
 	return e
 }
@@ -169,38 +145,22 @@ func checkPrefix(prefix string) {
 // a raw key. There is no inverse: the hash hides the key and scope.
 func RecordID(prefix, scope, key string) string { return recordID(prefix, scope, key) }
 
-// Logger returns the Engine's logger (WithLogger, else slog.Default()), for
-// front doors that log lines of their own.
-func (e *Engine) Logger() *slog.Logger {
+// logger returns the Engine's logger: WithLogger's, else slog.Default().
+func (e *Engine) logger() *slog.Logger {
 	if e.cfg.logger != nil {
 		return e.cfg.logger
 	}
 	return slog.Default()
 }
 
-// Do runs work at most once for call's key while its record lives, and
-// answers every call for that key with work's response: the first call runs
-// it, duplicates get the stored response (Result.Ran false) or a documented
-// error (see the package's error table).
-//
-// work gets a context that ends before the lease does, and carries the
-// Invocation (FromContext, DownstreamKey) and the record's steps (Step). Its
-// error releases the record, so a retry runs again (or, when the record holds
-// finished steps, suspends it, so the retry resumes after them), and is
-// returned by Do unchanged with Result.Ran set (but see NotStored). A panic in
-// work gives the record back the same way and is re-raised.
-func (e *Engine) Do(ctx context.Context, call Call, work func(context.Context) ([]byte, error)) (Result, error) {
-	return e.do(ctx, &call, nil, funcs{work: work, acceptFn: call.Accept})
-}
-
-// A runner is the work of one call and the check of a replay (Call.Accept).
+// A runner is the work of one call and the check of a replay (frontdoor.Call.Accept).
 // Wrap's invocations implement it themselves: one allocation for both.
 type runner interface {
 	run(ctx context.Context) ([]byte, error)
 	accept(response []byte) error
 }
 
-// funcs is the runner of Do's arguments.
+// funcs is the runner of frontdoor.Engine.Do's arguments.
 type funcs struct {
 	work     func(context.Context) ([]byte, error)
 	acceptFn func([]byte) error
@@ -215,9 +175,9 @@ func (f funcs) accept(response []byte) error {
 	return f.acceptFn(response)
 }
 
-// do is Do for r, or for fn when r is nil: the job then holds fn, so that
+// do runs a call for r, or for fn when r is nil: the job then holds fn, so that
 // making it a runner costs no allocation of its own.
-func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (Result, error) {
+func (e *Engine) do(ctx context.Context, call *frontdoor.Call, r runner, fn funcs) (result, error) {
 	start := e.cfg.now()
 	ctx = withLogAttrs(ctx, call.Attrs)
 	if r == nil && (e.cfg.disabled || call.Key == "") {
@@ -230,17 +190,17 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (Result
 		if e.cfg.optionalKey {
 			return e.bypass(ctx, start, r)
 		}
-		return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
+		return result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: ErrMissingKey})
 	}
 	if err := checkKey(call.Key); err != nil {
-		return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: err})
+		return result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, Err: err})
 	}
 	id := recordID(e.cfg.prefix, call.Scope, call.Key)
 	var fp string
 	if call.Payload != nil {
 		var err error
 		if fp, err = fingerprint(call.Payload); err != nil {
-			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInvalidPayload, err)})
+			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInvalidPayload, err)})
 		}
 	}
 	j := &job{id: id, fp: fp, start: start, r: r}
@@ -256,28 +216,17 @@ func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (Result
 	return e.coalesce(ctx, j)
 }
 
-// NotStored returns the error a work function returns when it ran (its side
-// effects happened) but its response cannot be stored: too large, already
-// streamed to the client, not encodable. Do then completes the record
-// without a response instead of releasing it, so a duplicate gets
-// ErrResponseNotStored and never runs the work again; the outcome is
-// OutcomeNotStored, and Do returns the error (it wraps ErrResponseEncoding
-// and reason). The error is bound to e: returned through another Engine's
+// notStored returns the error a work function returns when it ran (its side
+// effects happened) but its response cannot be stored (frontdoor.Engine.NotStored
+// says what follows). It is bound to e: returned through another Engine's
 // work, it is an ordinary failure there.
-func (e *Engine) NotStored(reason error) error {
+func (e *Engine) notStored(reason error) error {
 	return &encodingError{engine: e, err: fmt.Errorf("%w: %w", ErrResponseEncoding, reason)}
 }
 
-// Disabled reports whether DisableEnv was set when the Engine was made: Do
-// then runs every call's work without idempotency, and a front door need not
-// derive keys or payloads at all.
-func (e *Engine) Disabled() bool { return e.cfg.disabled }
-
-// Reject reports a call a front door refused before Do, such as one whose
-// key it could not parse or whose body is not valid JSON: the outcome hook
-// and the log see OutcomeRejected, with the record id when call names a
-// valid key. It returns err.
-func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
+// reject reports a call refused before do (frontdoor.Engine.Reject) and returns
+// err.
+func (e *Engine) reject(ctx context.Context, call *frontdoor.Call, err error) error {
 	ev := Event{Outcome: OutcomeRejected, Err: err}
 	if call.Key != "" && checkKey(call.Key) == nil {
 		ev.RecordID = recordID(e.cfg.prefix, call.Scope, call.Key)
@@ -285,7 +234,7 @@ func (e *Engine) Reject(ctx context.Context, call Call, err error) error {
 	return e.finish(withLogAttrs(ctx, call.Attrs), e.cfg.now(), ev)
 }
 
-func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (Result, error) {
+func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (result, error) {
 	rctx, txr := e.withTx(ctx, "", "")
 	data, err := r.run(rctx)
 	if tx := txr.end(); tx != nil {
@@ -295,11 +244,11 @@ func (e *Engine) bypass(ctx context.Context, start time.Time, r runner) (Result,
 			err = errors.Join(err, e.rollback(ctx, tx))
 		} else if cerr := e.commitAlone(ctx, tx); cerr != nil {
 			e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: cerr})
-			return Result{}, cerr
+			return result{}, cerr
 		}
 	}
 	e.finish(ctx, start, Event{Outcome: OutcomeBypassed, HandlerRan: true, Err: err})
-	return Result{Response: data, Ran: true}, err
+	return result{response: data, ran: true}, err
 }
 
 // commitAlone commits the writes of a run without a record.
@@ -316,7 +265,7 @@ func (e *Engine) commitAlone(ctx context.Context, tx storage.Tx) error {
 // claimAndRun claims id and runs the work, or answers from the record that
 // refused the claim. With WithWaitInProgress it polls an in-progress record by
 // claiming again, so a poll costs one store call and needs no read permission.
-func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
+func (e *Engine) claimAndRun(ctx context.Context, j *job) (result, error) {
 	id, fp, start := j.id, j.fp, j.start
 	var waited time.Duration
 	poll := firstPoll
@@ -338,16 +287,16 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 			if err == nil {
 				err = context.DeadlineExceeded
 			}
-			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: no time left to run: %w", ErrStore, err)})
+			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: no time left to run: %w", ErrStore, err)})
 		}
 		rec := e.newRecord(id, fp, now, budget)
 		res, err := e.store.Claim(ctx, rec, now)
 		if err != nil {
 			if errors.Is(err, ErrCorruptRecord) {
-				return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
+				return result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
 			}
 			e.forgetClaim(ctx, rec)
-			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
+			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: claim: %w", ErrStore, err)})
 		}
 		if res.Claimed {
 			j.f.hold(&rec)
@@ -360,7 +309,7 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 			if errors.Is(err, ErrPayloadMismatch) {
 				outcome = OutcomePayloadMismatch
 			}
-			return Result{}, e.finish(ctx, start, Event{Outcome: outcome, RecordID: id, Err: err})
+			return result{}, e.finish(ctx, start, Event{Outcome: outcome, RecordID: id, Err: err})
 		}
 		if ex.Status == storage.StatusCompleted {
 			r, err := e.replayRecord(ctx, j, ex, false)
@@ -373,11 +322,11 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (Result, error) {
 		// when it ends (a backoff step never overshoots it).
 		left := e.cfg.waitMax - waited
 		if left <= 0 {
-			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
+			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
 		}
 		step := min(poll, left)
 		if err := e.cfg.sleep(ctx, step); err != nil {
-			return Result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
+			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
 		}
 		waited += step
 		poll = min(2*poll, maxPoll)
@@ -473,7 +422,7 @@ func ceilSecond(t time.Time) time.Time {
 
 // run executes the work under the claimed record, to stop by workDeadline,
 // and settles the record.
-func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, claim storage.ClaimResult) (Result, error) {
+func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadline time.Time, claim storage.ClaimResult) (result, error) {
 	start := j.start
 	// The work must stop before the lease does: a live owner with a lapsed
 	// lease could run side by side with the invocation that takes it over. A
@@ -490,7 +439,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		if rerr := e.giveBack(ctx, rec, &ictx.steps); rerr != nil {
 			ev.Err = errors.Join(ev.Err, rerr)
 		}
-		return Result{}, e.finish(ctx, start, ev)
+		return result{}, e.finish(ctx, start, ev)
 	}
 	settled := false
 	defer func() {
@@ -510,10 +459,10 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// different path, or the step was renamed or removed by a deployment
 	// since it ran: say so, since a renamed step ran again.
 	if untaken := ictx.steps.end(); untaken != nil && p == nil && err == nil {
-		e.Logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
+		e.logger().LogAttrs(ctx, slog.LevelWarn, "idempotent: the handler succeeded without taking steps its record held",
 			logAttrs(ctx, []slog.Attr{slog.String("record_id", rec.ID), slog.Any("steps", untaken)})...)
 	}
-	res := Result{Response: data, Ran: true}
+	res := result{response: data, ran: true}
 	ev := Event{RecordID: rec.ID, TookOver: claim.TookOver, Resumed: claim.Resumed, HandlerRan: true}
 	encErr := err != nil && e.notStoredBy(err)
 
@@ -522,7 +471,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		if p != nil {
 			ev.Err = p.err()
 			// The re-panic below starts a new stack; keep the original one.
-			e.Logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked", logAttrs(ctx, []slog.Attr{
+			e.logger().LogAttrs(ctx, slog.LevelError, "idempotent: handler panicked", logAttrs(ctx, []slog.Attr{
 				slog.String("record_id", rec.ID), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack))})...)
 		}
 		if rerr := e.rollback(ctx, tx); rerr != nil {
@@ -571,7 +520,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 			e.cache.Add(done.ID, done)
 		}
 		// Waiters in this process share the stored response.
-		j.f.share(&Result{Response: data, replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
+		j.f.share(&result{response: data, replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
 	}
 	e.finish(ctx, start, ev)
 	if encErr {
@@ -691,7 +640,7 @@ func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start t
 //   - the store failed: whether the commit landed is unknown, so the record
 //     is left to its lease (a retry then replays what committed, or takes
 //     over and runs again if nothing did); the caller gets ErrStore.
-func (e *Engine) uncommitted(ctx context.Context, j *job, rec storage.Record, steps *stepLog, tx storage.Tx, ev Event, cerr error) (Result, error) {
+func (e *Engine) uncommitted(ctx context.Context, j *job, rec storage.Record, steps *stepLog, tx storage.Tx, ev Event, cerr error) (result, error) {
 	ev.Err = cerr
 	err := cerr
 	switch {
@@ -712,7 +661,7 @@ func (e *Engine) uncommitted(ctx context.Context, j *job, rec storage.Record, st
 		_ = e.rollback(ctx, tx)
 	}
 	e.finish(ctx, j.start, ev)
-	return Result{}, err
+	return result{}, err
 }
 
 // giveBack undoes a claim whose work did not finish: it deletes the record,
@@ -749,25 +698,25 @@ func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
 }
 
 // replayRecord answers a duplicate from a completed record.
-func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, fromCache bool) (Result, error) {
+func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, fromCache bool) (result, error) {
 	start := j.start
 	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache}
 	if j.fp != "" && j.fp != rec.Fingerprint {
 		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
-		return Result{}, e.finish(ctx, start, ev)
+		return result{}, e.finish(ctx, start, ev)
 	}
-	raw, stored, err := envelope.Decode(rec.Data)
+	raw, stored, err := rec.Response()
 	if err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, err
-		return Result{}, e.finish(ctx, start, ev)
+		return result{}, e.finish(ctx, start, ev)
 	}
 	if !stored {
 		ev.Outcome, ev.Err = OutcomeResponseNotStored, ErrResponseNotStored
-		return Result{}, e.finish(ctx, start, ev)
+		return result{}, e.finish(ctx, start, ev)
 	}
 	if err := j.r.accept(raw); err != nil {
 		ev.Outcome, ev.Err = OutcomeRejected, fmt.Errorf("%w: decode response: %w", ErrCorruptRecord, err)
-		return Result{}, e.finish(ctx, start, ev)
+		return result{}, e.finish(ctx, start, ev)
 	}
 	if e.cache != nil {
 		if !fromCache {
@@ -777,13 +726,13 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 		raw = bytes.Clone(raw)
 	}
 	e.finish(ctx, start, ev)
-	return Result{Response: raw, replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt}}, nil
+	return result{response: raw, replay: Replay{RecordID: rec.ID, ExpiresAt: rec.ExpiresAt}}, nil
 }
 
 // finish reports a call's outcome to the hook and the log, and returns the
 // event's error for the caller.
 func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
-	level, log := outcomeLevel(ev), e.Logger()
+	level, log := outcomeLevel(ev), e.logger()
 	logs := log.Enabled(ctx, level)
 	if len(e.cfg.hooks) == 0 && !logs {
 		return ev.Err // no one to tell: not even a clock read

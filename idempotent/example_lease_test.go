@@ -15,13 +15,13 @@ import (
 
 // leaseSpy is a MemoryStore that remembers the lease end of the last claim.
 type leaseSpy struct {
-	idempotent.MemoryStore
+	storage.StepStore
 	leaseEnd time.Time
 }
 
 func (s *leaseSpy) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	s.leaseEnd = rec.LeaseExpiresAt
-	return s.MemoryStore.Claim(ctx, rec, now)
+	return s.StepStore.Claim(ctx, rec, now)
 }
 
 // The lease stored in the record ends at the invocation's deadline, or
@@ -32,7 +32,7 @@ func (s *leaseSpy) Claim(ctx context.Context, rec storage.Record, now time.Time)
 func ExampleWithMaxLease() {
 	now := time.Unix(1_800_000_000, 0)
 	run := func(timeout time.Duration, opts ...idempotent.Option) {
-		spy := &leaseSpy{}
+		spy := &leaseSpy{StepStore: idempotent.NewMemoryStore()}
 		var handlerTime time.Duration
 		engine := idempotent.New(spy, append(opts, idempotent.WithClock(func() time.Time { return now }))...)
 		h := idempotent.Wrap(engine, func(ctx context.Context, id string) (string, error) {

@@ -33,7 +33,7 @@ func (c *clock) Advance(d time.Duration) {
 // spyStore counts calls, records claims and injects faults in front of a
 // MemoryStore.
 type spyStore struct {
-	*idempotent.MemoryStore
+	storage.StepStore
 	claims, completes, releases atomic.Int32
 
 	mu         sync.Mutex
@@ -43,7 +43,7 @@ type spyStore struct {
 	releaseErr error
 }
 
-func newSpyStore() *spyStore { return &spyStore{MemoryStore: idempotent.NewMemoryStore()} }
+func newSpyStore() *spyStore { return &spyStore{StepStore: idempotent.NewMemoryStore()} }
 
 func (s *spyStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	s.claims.Add(1)
@@ -54,7 +54,7 @@ func (s *spyStore) Claim(ctx context.Context, rec storage.Record, now time.Time)
 	if err != nil {
 		return storage.ClaimResult{}, err
 	}
-	return s.MemoryStore.Claim(ctx, rec, now)
+	return s.StepStore.Claim(ctx, rec, now)
 }
 
 func (s *spyStore) Complete(ctx context.Context, rec storage.Record) error {
@@ -67,7 +67,7 @@ func (s *spyStore) Complete(ctx context.Context, rec storage.Record) error {
 			return err
 		}
 	}
-	return s.MemoryStore.Complete(ctx, rec)
+	return s.StepStore.Complete(ctx, rec)
 }
 
 func (s *spyStore) Release(ctx context.Context, id, lease string) error {
@@ -78,7 +78,7 @@ func (s *spyStore) Release(ctx context.Context, id, lease string) error {
 	if err != nil {
 		return err
 	}
-	return s.MemoryStore.Release(ctx, id, lease)
+	return s.StepStore.Release(ctx, id, lease)
 }
 
 func (s *spyStore) calls() int {

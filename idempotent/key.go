@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/idemkit/idemkit/internal/canonjson"
+	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
 // maxKeyBytes is the longest idempotency key accepted (before hashing).

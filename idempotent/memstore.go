@@ -9,27 +9,26 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// MemoryStore is a storage.Store held in process memory, with the same semantics as
-// the DynamoDB store, for unit tests, demos and single-process use. Records
-// are lost when the process ends. The zero value is ready to use and enforces
-// storage.DefaultMaxItemBytes. A MemoryStore is safe for concurrent use.
-type MemoryStore struct {
-	// MaxItemBytes overrides storage.DefaultMaxItemBytes when positive.
-	MaxItemBytes int
-
+// memoryStore is a storage.Store held in process memory (see NewMemoryStore).
+// The zero value is ready to use.
+type memoryStore struct {
 	mu sync.Mutex
 	// records are held by pointer: a growing map then moves pointers, not
 	// whole records, and an update changes a record where it is.
 	records map[string]*storage.Record
 }
 
-var _ storage.StepStore = (*MemoryStore)(nil)
+var _ storage.StepStore = (*memoryStore)(nil)
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+// NewMemoryStore returns an empty store held in process memory, with the
+// same semantics as the DynamoDB store (steps included: it is a
+// storage.StepStore), for unit tests, demos and single-process use. It
+// refuses records past storage.DefaultMaxItemBytes, as DynamoDB does. Records
+// are lost when the process ends. It is safe for concurrent use.
+func NewMemoryStore() storage.StepStore { return &memoryStore{} }
 
 // Claim implements storage.Store.
-func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
+func (s *memoryStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ClaimResult{}, err
 	}
@@ -58,11 +57,11 @@ func (s *MemoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 }
 
 // Complete implements storage.Store.
-func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
+func (s *memoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if size, limit := recordSize(&rec), s.limit(); size > limit {
+	if size, limit := recordSize(&rec), storage.DefaultMaxItemBytes; size > limit {
 		return fmt.Errorf("%w: %d bytes (limit %d)", storage.ErrTooLarge, size, limit)
 	}
 	data := append([]byte(nil), rec.Data...) // outside the lock
@@ -81,7 +80,7 @@ func (s *MemoryStore) Complete(ctx context.Context, rec storage.Record) error {
 }
 
 // AppendStep implements storage.StepStore.
-func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
+func (s *memoryStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step sto
 	}
 	grown := *old
 	grown.Steps = append(cloneSteps(old.Steps), storage.Step{Name: step.Name, Data: append([]byte(nil), step.Data...)})
-	if size, limit := recordSize(&grown), s.limit(); size > limit {
+	if size, limit := recordSize(&grown), storage.DefaultMaxItemBytes; size > limit {
 		return fmt.Errorf("%w: %d bytes with step %q (limit %d)", storage.ErrTooLarge, size, step.Name, limit)
 	}
 	*old = grown
@@ -101,7 +100,7 @@ func (s *MemoryStore) AppendStep(ctx context.Context, id, lease string, step sto
 }
 
 // Suspend implements storage.StepStore.
-func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
+func (s *memoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func (s *MemoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd ti
 }
 
 // Release implements storage.Store.
-func (s *MemoryStore) Release(ctx context.Context, id, lease string) error {
+func (s *memoryStore) Release(ctx context.Context, id, lease string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -135,13 +134,6 @@ func (s *MemoryStore) Release(ctx context.Context, id, lease string) error {
 	}
 	delete(s.records, id)
 	return nil
-}
-
-func (s *MemoryStore) limit() int {
-	if s.MaxItemBytes > 0 {
-		return s.MaxItemBytes
-	}
-	return storage.DefaultMaxItemBytes
 }
 
 // recordSize estimates a record's size the way DynamoDB counts an item: the

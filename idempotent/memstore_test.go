@@ -12,11 +12,6 @@ func TestMemoryStoreConformance(t *testing.T) {
 	storetest.Run(t, idempotent.NewMemoryStore())
 }
 
-func TestZeroMemoryStoreConformance(t *testing.T) {
-	t.Parallel()
-	storetest.Run(t, &idempotent.MemoryStore{})
-}
-
 func TestConformanceOfAStoreWithoutSteps(t *testing.T) {
 	// The suite runs the base contract on a plain Store and skips the
 	// StepStore cases.

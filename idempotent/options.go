@@ -25,10 +25,11 @@ const (
 	defaultPrefixName = "idemkit"
 )
 
-// DisableEnv names the environment variable that, when "true" or "1" at wrap
-// time, makes every wrapper call its handler directly without touching the
-// store. For local runs and tests only, never for production.
-const DisableEnv = "IDEMKIT_DISABLED"
+// disableEnv names the environment variable that, when "true" or "1" as New
+// runs, makes every front door of the Engine run its handler directly,
+// without touching the store (see the package doc). For local runs and
+// tests only, never for production.
+const disableEnv = "IDEMKIT_DISABLED"
 
 // maxPrefixBytes is the longest prefix WithPrefix accepts: the record ID (the
 // prefix, '#' and 64 hex digits) then fits every store's key limit, including
@@ -93,7 +94,7 @@ func defaultConfig() config {
 		codec:         codec{marshal: json.Marshal, unmarshal: json.Unmarshal},
 		now:           time.Now,
 		sleep:         sleepCtx,
-		disabled:      os.Getenv(DisableEnv) == "true" || os.Getenv(DisableEnv) == "1",
+		disabled:      os.Getenv(disableEnv) == "true" || os.Getenv(disableEnv) == "1",
 	}
 }
 

@@ -94,10 +94,6 @@ type Event struct {
 type Invocation struct {
 	// RecordID is the hashed storage key of this invocation's record.
 	RecordID string
-	// DownstreamKey is a stable key derived from the idempotency key: the same
-	// for every retry, replay and takeover of this key, distinct per prefix and
-	// scope. Pass it as the Idempotency-Key of external APIs.
-	DownstreamKey string
 	// TookOver reports that this run took over a crashed or timed-out owner.
 	TookOver bool
 	// Resumed reports that this run resumed a record suspended after a
@@ -133,15 +129,21 @@ func FromContext(ctx context.Context) (Invocation, bool) {
 	if !ok {
 		return Invocation{}, false
 	}
-	return Invocation{RecordID: inv.recordID, DownstreamKey: downstreamKey(inv.recordID), TookOver: inv.tookOver, Resumed: inv.resumed}, true
+	return Invocation{RecordID: inv.recordID, TookOver: inv.tookOver, Resumed: inv.resumed}, true
 }
 
-// DownstreamKey returns FromContext(ctx).DownstreamKey, or "" outside a
-// wrapped handler. Inside a Step's function it returns the step's own key.
+// DownstreamKey returns a stable key derived from the idempotency key of the
+// handler's invocation: the same for every retry, replay and takeover of that
+// key, distinct per prefix and scope, and not reversible to the record id.
+// Pass it as the Idempotency-Key of external APIs. Inside a Step's function
+// it returns the step's own key; outside a handler run by a front door, "".
 func DownstreamKey(ctx context.Context) string {
 	if key, ok := ctx.Value(stepKeyKey{}).(string); ok {
 		return key
 	}
-	inv, _ := FromContext(ctx)
-	return inv.DownstreamKey
+	inv, ok := ctx.Value(invocationKey{}).(*invocationCtx)
+	if !ok {
+		return ""
+	}
+	return downstreamKey(inv.recordID)
 }

@@ -59,7 +59,7 @@ var (
 // Steps are kept while the record is INPROGRESS, bound to its payload
 // fingerprint, and dropped when it completes or expires. Outside a handler
 // run by a front door of this package, or with idempotency disabled
-// (DisableEnv), Step just calls fn. See docs/steps.md.
+// (IDEMKIT_DISABLED), Step just calls fn. See docs/steps.md.
 func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	inv, ok := ctx.Value(invocationKey{}).(*invocationCtx)

@@ -14,43 +14,44 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
 // countingStore counts every store call in front of a MemoryStore.
 type countingStore struct {
-	*idempotent.MemoryStore
+	storage.StepStore
 	claims, completes, releases, appends, suspends atomic.Int32
 }
 
 func newCountingStore() *countingStore {
-	return &countingStore{MemoryStore: idempotent.NewMemoryStore()}
+	return &countingStore{StepStore: idempotent.NewMemoryStore()}
 }
 
 func (s *countingStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	s.claims.Add(1)
-	return s.MemoryStore.Claim(ctx, rec, now)
+	return s.StepStore.Claim(ctx, rec, now)
 }
 
 func (s *countingStore) Complete(ctx context.Context, rec storage.Record) error {
 	s.completes.Add(1)
-	return s.MemoryStore.Complete(ctx, rec)
+	return s.StepStore.Complete(ctx, rec)
 }
 
 func (s *countingStore) Release(ctx context.Context, id, lease string) error {
 	s.releases.Add(1)
-	return s.MemoryStore.Release(ctx, id, lease)
+	return s.StepStore.Release(ctx, id, lease)
 }
 
 func (s *countingStore) AppendStep(ctx context.Context, id, lease string, step storage.Step) error {
 	s.appends.Add(1)
-	return s.MemoryStore.AppendStep(ctx, id, lease, step)
+	return s.StepStore.AppendStep(ctx, id, lease, step)
 }
 
 func (s *countingStore) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	s.suspends.Add(1)
-	return s.MemoryStore.Suspend(ctx, id, lease, leaseEnd)
+	return s.StepStore.Suspend(ctx, id, lease, leaseEnd)
 }
 
 // calls is {claims, appends, completes, releases, suspends}.
@@ -251,16 +252,16 @@ func TestStepErrors(t *testing.T) {
 }
 
 func TestStepTooLargeIsAClearErrorNotAStuckRecord(t *testing.T) {
-	store := idempotent.NewMemoryStore()
-	store.MaxItemBytes = 2 << 10
+	store := idempotent.NewMemoryStore() // items of storage.DefaultMaxItemBytes, as DynamoDB's
+	big := storage.DefaultMaxItemBytes + 1
 	runs := 0
 	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, o stepOrder) (string, error) {
 		v, err := idempotent.Step(ctx, "render", func(context.Context) (string, error) {
 			runs++
-			return strings.Repeat("x", 4<<10), nil
+			return strings.Repeat("x", big), nil
 		})
 		if err != nil {
-			assert.Len(t, v, 4<<10, "the step's result comes with the error: it ran")
+			assert.Len(t, v, big, "the step's result comes with the error: it ran")
 			return "", err
 		}
 		return "ok", nil
@@ -546,10 +547,10 @@ func TestStepsThroughTheEngine(t *testing.T) {
 		}
 		return []byte(`"ok"`), nil
 	}
-	_, err := e.Do(context.Background(), idempotent.Call{Key: "k6"}, work)
+	_, err := frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k6"}, work)
 	require.ErrorIs(t, err, errLedgerDown)
 	runs++ // the next run succeeds
-	res, err := e.Do(context.Background(), idempotent.Call{Key: "k6"}, work)
+	res, err := frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k6"}, work)
 	require.NoError(t, err)
 	assert.Equal(t, `"ok"`, string(res.Response))
 	assert.Equal(t, 2, runs, "the recorded step did not run again")
@@ -596,7 +597,7 @@ func TestTakeoverDelay(t *testing.T) {
 }
 
 // plainStore is a storage.Store without the StepStore capability.
-type plainStore struct{ m *idempotent.MemoryStore }
+type plainStore struct{ m storage.StepStore }
 
 func (s plainStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 	return s.m.Claim(ctx, rec, now)

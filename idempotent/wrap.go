@@ -3,6 +3,8 @@ package idempotent
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // Wrap returns handler made idempotent by e: the first invocation for a key
@@ -61,22 +63,22 @@ type invocation[In, Out any] struct {
 
 func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	var zero Out
-	var call Call
+	var call frontdoor.Call
 	inv := &invocation[In, Out]{w: w, in: in}
 	if !w.e.cfg.disabled {
 		key, err := w.key(in)
 		if err != nil {
-			return zero, w.e.Reject(ctx, Call{}, fmt.Errorf("%w: %w", ErrInvalidKey, err))
+			return zero, w.e.reject(ctx, &frontdoor.Call{}, fmt.Errorf("%w: %w", ErrInvalidKey, err))
 		}
 		call.Key = key
 		if key != "" && w.scope != nil {
 			if call.Scope, err = w.scope(ctx, in); err != nil {
-				return zero, w.e.Reject(ctx, Call{}, fmt.Errorf("%w: scope: %w", ErrInvalidKey, err))
+				return zero, w.e.reject(ctx, &frontdoor.Call{}, fmt.Errorf("%w: scope: %w", ErrInvalidKey, err))
 			}
 		}
 		if key != "" && w.payload != nil {
 			if call.Payload, err = w.payload(in); err != nil {
-				return zero, w.e.Reject(ctx, call, fmt.Errorf("%w: %w", ErrInvalidPayload, err))
+				return zero, w.e.reject(ctx, &call, fmt.Errorf("%w: %w", ErrInvalidPayload, err))
 			}
 			if call.Payload == nil {
 				call.Payload = nullPayload
@@ -85,9 +87,9 @@ func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	}
 	res, err := w.e.do(ctx, &call, inv, funcs{})
 	switch {
-	case res.Ran && inv.err != nil:
+	case res.ran && inv.err != nil:
 		return inv.out, inv.err // the handler's own error, unchanged
-	case res.Ran:
+	case res.ran:
 		return inv.out, err // nil, or ErrResponseEncoding
 	case err != nil:
 		return zero, err
@@ -119,7 +121,7 @@ func (inv *invocation[In, Out]) run(ctx context.Context) ([]byte, error) {
 		err = w.replayable(inv.out, raw) // a response a replay would not give back equal
 	}
 	if err != nil {
-		return nil, w.e.NotStored(err)
+		return nil, w.e.notStored(err)
 	}
 	return raw, nil
 }

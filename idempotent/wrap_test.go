@@ -301,12 +301,13 @@ func TestLeaseTakeoverAndFencing(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var runs atomic.Int32
-	var keys sync.Map
+	var keys, downstream sync.Map
 	h := idempotent.Wrap(idempotent.New(store, idempotent.WithClock(clk.Now), idempotent.WithMaxLease(10*time.Second), idempotent.WithOutcomeHook(got.hook)), func(ctx context.Context, o order) (receipt, error) {
 		n := runs.Add(1)
 		inv, ok := idempotent.FromContext(ctx)
 		require.True(t, ok)
 		keys.Store(n, inv)
+		downstream.Store(n, idempotent.DownstreamKey(ctx))
 		if n == 1 {
 			close(started)
 			<-release // a paused owner
@@ -341,7 +342,10 @@ func TestLeaseTakeoverAndFencing(t *testing.T) {
 
 	inv1, _ := keys.Load(int32(1))
 	inv2, _ := keys.Load(int32(2))
-	assert.Equal(t, inv1.(idempotent.Invocation).DownstreamKey, inv2.(idempotent.Invocation).DownstreamKey, "downstream key survives a takeover")
+	dk1, _ := downstream.Load(int32(1))
+	dk2, _ := downstream.Load(int32(2))
+	assert.NotEmpty(t, dk1)
+	assert.Equal(t, dk1, dk2, "downstream key survives a takeover")
 	assert.False(t, inv1.(idempotent.Invocation).TookOver)
 	assert.True(t, inv2.(idempotent.Invocation).TookOver)
 }
@@ -649,7 +653,7 @@ func TestReplayMarker(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	t.Setenv(idempotent.DisableEnv, "true")
+	t.Setenv("IDEMKIT_DISABLED", "true")
 	store := newSpyStore()
 	var c counter
 	var logs bytes.Buffer
@@ -687,7 +691,7 @@ func TestCorruptRecords(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &refusingStore{mutate: tt.mutate}
+			store := &refusingStore{StepStore: idempotent.NewMemoryStore(), mutate: tt.mutate}
 			h := idempotent.Wrap(idempotent.New(store), c.handle, idempotent.WithKey(orderKey))
 			out, err := h(context.Background(), order{ID: "o"})
 			require.ErrorIs(t, err, idempotent.ErrCorruptRecord)
@@ -699,7 +703,7 @@ func TestCorruptRecords(t *testing.T) {
 
 // refusingStore refuses every claim with the claimed record, mutated.
 type refusingStore struct {
-	idempotent.MemoryStore
+	storage.StepStore
 	mutate func(*storage.Record)
 }
 
@@ -759,7 +763,7 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 	t.Parallel()
 	var c counter
 	store := idempotent.NewMemoryStore()
-	var nilStore *idempotent.MemoryStore
+	var nilStore *refusingStore // a nil pointer in a non-nil interface
 	assert.PanicsWithValue(t, "idempotent: New: nil store", func() { idempotent.Wrap(idempotent.New(nilStore), c.handle) })
 	assert.Panics(t, func() { idempotent.Wrap(idempotent.New(nil), c.handle) })
 	assert.PanicsWithValue(t, "idempotent: Wrap: nil Engine", func() { idempotent.Wrap(nil, c.handle) })

@@ -10,9 +10,12 @@
 #             Nothing if AWS_ENDPOINT_URL_DYNAMODB is set: with-dynamodb.sh then starts nothing.
 #   redis     redis-server (scripts/with-redis.sh), and redis-cli (Debian package redis-tools), which creates the
 #             test Redis Cluster. Nothing if REDIS_URL and REDIS_CLUSTER_ADDRS are both set, for the same reason.
+#   postgres  PostgreSQL's server programs (scripts/with-postgres.sh: initdb, postgres, pg_isready; Debian package
+#             postgresql puts them in /usr/lib/postgresql/<N>/bin). Nothing if POSTGRES_URL is set.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
-#   demo = stress = dynamodb;  docs = dynamodb node;  bench = dynamodb redis node;  test = make dynamodb redis node.
+#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres node;
+#   test = make dynamodb redis postgres node.
 #
 # Runs apt-get update only when the package lists are missing, or when an install fails on stale lists.
 # Non-interactive; installs as root, or with sudo. When it cannot install (not root and no sudo, no apt-get, the
@@ -23,13 +26,13 @@ set -euo pipefail
 needs=()
 for arg in "${@:-test}"; do
   case $arg in
-    dynamodb | redis | node | make) needs+=("$arg") ;;
+    dynamodb | redis | postgres | node | make) needs+=("$arg") ;;
     demo | stress) needs+=(dynamodb) ;;
-    docs) needs+=(dynamodb node) ;;
-    bench) needs+=(dynamodb redis node) ;;
-    test) needs+=(make dynamodb redis node) ;;
+    docs) needs+=(dynamodb node postgres) ;;
+    bench) needs+=(dynamodb redis postgres node) ;;
+    test) needs+=(make dynamodb redis postgres node) ;;
     *)
-      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|node|make]... (unknown: $arg)" >&2
+      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|postgres|node|make]... (unknown: $arg)" >&2
       exit 2
       ;;
   esac
@@ -56,6 +59,12 @@ java_major() { # prints the major version of java, or 0
 if wants make; then need make make; fi
 if wants redis && { [ -z "${REDIS_URL:-}" ] || [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; }; then need redis-server redis-server; fi
 if wants redis && [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; then need redis-cli redis-tools; fi
+if wants postgres && [ -z "${POSTGRES_URL:-}" ] && [ -z "${PG_BINDIR:-}" ]; then
+  # Where scripts/with-postgres.sh looks: PATH, then Debian's versioned directories.
+  if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+    add postgresql "PostgreSQL (initdb, postgres)"
+  fi
+fi
 if wants dynamodb && [ -z "${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then
   # java -version costs a JVM start (~0.1 s), so only when javac is there at all.
   if ! command -v javac >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then

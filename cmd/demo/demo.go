@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
@@ -25,6 +24,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/emf"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/internal/localddb"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // Function timeouts of the deployed stack (infra/stack.go): each invocation
@@ -52,9 +52,10 @@ type demo struct {
 	step       []idempotent.Event          // this step's outcomes
 	byMsg      map[string]idempotent.Event // this step's orders outcomes by message ID
 	totals     map[string]map[idempotent.Outcome]int
-	recordStep map[string]string // record ID → the step that wrote it
-	paidIn     map[string]string // paymentId → the step that created it
-	failed     int               // steps that did not turn out as told
+	stepsOf    map[idempotent.Outcome]map[string]bool // outcome → the steps that reported it
+	recordStep map[string]string                      // record ID → the step that wrote it
+	paidIn     map[string]string                      // paymentId → the step that created it
+	failed     int                                    // steps that did not turn out as told
 	firstPay   string
 	web        *web // the net/http scene
 
@@ -65,7 +66,7 @@ type demo struct {
 func newDemo(w io.Writer, client *dynamodb.Client, tables localddb.Tables) *demo {
 	d := &demo{w: w, client: client, tables: tables, store: dynamostore.New(client, tables.Idempotency),
 		totals:     map[string]map[idempotent.Outcome]int{"payments": {}, "orders": {}},
-		recordStep: map[string]string{}, paidIn: map[string]string{}}
+		recordStep: map[string]string{}, paidIn: map[string]string{}, stepsOf: map[idempotent.Outcome]map[string]bool{}}
 	d.metrics = map[string]*emf.Metrics{}
 	for _, fn := range []string{"payments", "orders"} {
 		d.metrics[fn] = emf.New(&d.emfLines, func(o *emf.Options) { o.Dimensions = map[string]string{"FunctionName": fn} })
@@ -83,6 +84,10 @@ func (d *demo) hook(function string) func(context.Context, idempotent.Event) {
 		defer d.mu.Unlock()
 		d.step = append(d.step, ev)
 		d.totals[function][ev.Outcome]++
+		if d.stepsOf[ev.Outcome] == nil {
+			d.stepsOf[ev.Outcome] = map[string]bool{}
+		}
+		d.stepsOf[ev.Outcome][d.cur] = true
 		d.metrics[function].Hook(ctx, ev)
 		if _, seen := d.recordStep[ev.RecordID]; !seen && ev.RecordID != "" {
 			d.recordStep[ev.RecordID] = d.cur

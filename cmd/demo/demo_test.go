@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/functions/payments"
+	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -56,6 +57,27 @@ func TestDemo(t *testing.T) {
 		"SKU-GOLD-PEN ×2, 1 in stock               → batchItemFailures: 9d2c7e41",
 	} {
 		assert.Contains(t, text, want)
+	}
+	// What is not self-evident is explained where it is printed: step 9's
+	// crash (and why it counts as store_error), its moved clock, step 10's
+	// fencing, and each outcome of the summary that needs a reason.
+	for _, want := range []string{
+		"the crash is simulated", "reports store_error (a real crash reports nothing)",
+		"retry, clock moved 1 minute on", "(idempotent.WithClock), past the dead owner's lease",
+		"a fenced writer", "fails the lease check (lease_lost)",
+		"executed     includes step 6's 400s",
+		"in_progress  steps 3, 9, 15: duplicates while the key's owner ran",
+		"store_error  step 9: the simulated crash",
+		"lease_lost   step 10: a fenced writer",
+		"handler_error step 13: the handler's writes did not commit",
+		"rejected     steps 5, 7, 11, 12, 17: refused before any claim",
+	} {
+		assert.Contains(t, text, want, "the demo explains itself")
+	}
+	for o := range outcomeReasons {
+		if o != idempotent.OutcomeLeaseLost && o != idempotent.OutcomeHandlerError { // the story has none of these
+			assert.Contains(t, text, "  "+o.String()+" ", "the summary explains %s", o)
+		}
 	}
 	assert.ElementsMatch(t, before, tableNames(t, client), "the demo deletes its tables")
 }

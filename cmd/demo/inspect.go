@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	samples "github.com/idemkit/idemkit/events"
+	"github.com/idemkit/idemkit/cmd/internal/idemkitcli"
 	"github.com/idemkit/idemkit/functions/payments"
-	"github.com/idemkit/idemkit/internal/idemkitcli"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // inspect ends the demo as an operator would start: the idemkit command

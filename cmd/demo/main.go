@@ -71,7 +71,7 @@ func run(ctx context.Context, w io.Writer, keep bool) int {
 		fmt.Fprintf(w, "\ndemo: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(w, "\n%s in %.1f s. Next: events/README.md, make test.\n", d.verdict(), time.Since(start).Seconds())
+	fmt.Fprintf(w, "\n%s in %.1f s. Next: docs/trying-it.md (your own handler, a sample event, DynamoDB Local), make test.\n", d.verdict(), time.Since(start).Seconds())
 	if d.failed > 0 {
 		return 1
 	}

@@ -70,9 +70,15 @@ func (d *demo) show(ctx context.Context) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(d.w, "\nOutcomes reported to idempotent.WithOutcomeHook (step 6's stored 400s count as executed, step 9's crash as store_error, step 10's stale owner as lease_lost, step 13's stock as handler_error)\n")
+	fmt.Fprintf(d.w, "\nOutcomes reported to idempotent.WithOutcomeHook, one per invocation\n")
 	for _, fn := range []string{"payments", "orders"} {
 		fmt.Fprintf(d.w, "  %-9s %s\n", fn, formatOutcomes(d.totals[fn]))
+	}
+	fmt.Fprintf(d.w, "  %-12s includes step 6's 400s: a handler's answer is stored, whatever its status\n", idempotent.OutcomeExecuted)
+	for _, o := range slices.Sorted(maps.Keys(outcomeReasons)) {
+		if steps := d.stepsOf[o]; len(steps) > 0 {
+			fmt.Fprintf(d.w, "  %-12s %s: %s\n", o, stepList(steps), outcomeReasons[o])
+		}
 	}
 	d.mu.Lock()
 	lines := strings.Split(strings.TrimSpace(d.emfLines.String()), "\n")
@@ -80,6 +86,26 @@ func (d *demo) show(ctx context.Context) error {
 	fmt.Fprintf(d.w, "\nThe same outcomes as CloudWatch metrics (package emf): %d Embedded Metric Format log lines, one per invocation; the last:\n  %s\n",
 		len(lines), lines[len(lines)-1])
 	return nil
+}
+
+// outcomeReasons say why the demo's outcomes that are not self-evident
+// happened; the summary prints, for each that occurred, the steps it came
+// from and its reason.
+var outcomeReasons = map[idempotent.Outcome]string{
+	idempotent.OutcomeInProgress:   "duplicates while the key's owner ran (or, dead, still held its lease): 409 with Retry-After, or back to SQS",
+	idempotent.OutcomeStoreError:   "the simulated crash (a client that never sends the transaction); a real crash reports nothing",
+	idempotent.OutcomeRejected:     "refused before any claim, nothing stored: no Idempotency-Key, not JSON, not a valid order",
+	idempotent.OutcomeLeaseLost:    "a fenced writer: its lease had been taken over, so its commit (completion and ledger row) was refused",
+	idempotent.OutcomeHandlerError: "the handler's writes did not commit (out of stock): its record was released, so a retry runs it again",
+}
+
+// stepList formats a set of step numbers: "step 9", "steps 3, 9, 13".
+func stepList(steps map[string]bool) string {
+	list := slices.SortedFunc(maps.Keys(steps), cmpStep)
+	if len(list) == 1 {
+		return "step " + list[0]
+	}
+	return "steps " + strings.Join(list, ", ")
 }
 
 // cmpStep orders step numbers numerically.

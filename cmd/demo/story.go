@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/internal/localddb"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // concurrent is how many identical requests step 3 sends at once.

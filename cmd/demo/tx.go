@@ -13,12 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/internal/localddb"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // The transaction scenes: the payments function's charge is a step and its
@@ -64,6 +64,8 @@ func (d *demo) crashAfterCharge(ctx context.Context) error {
 	}
 	d.line("crash after the charge, before completing", fmt.Sprintf("%d; retry: %s", first.status, busy), first.status >= 500 && busy.status == 409 && d.processor.Charges() == charges+1)
 	d.detail("why: the charge step is in the record; no ledger row, no completion: the lease runs on")
+	d.detail("the crash is simulated: a client that never sends the transaction stands in for a")
+	d.detail("process that died, so that invocation reports store_error (a real crash reports nothing)")
 
 	calls := d.processor.Calls()
 	restarted := payments.New(d.store, d.processor, d.client, d.tables.Payments,
@@ -77,10 +79,11 @@ func (d *demo) crashAfterCharge(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.line("retry a minute later (lease over)", a.String()+": took over",
+	d.line("retry, clock moved 1 minute on", a.String()+": took over",
 		a.status == 201 && !a.replayed && tookOver && rows == 1 && d.processor.Calls() == calls && d.processor.Charges() == charges+1)
 	d.detail("why: the charge step was answered from the record: no processor call, charged once;")
-	d.detail("the row committed with the completion: 1 ledger row")
+	d.detail("the row committed with the completion: 1 ledger row. The demo does not wait: this engine's")
+	d.detail("clock is 1 minute ahead (idempotent.WithClock), past the dead owner's lease")
 	return nil
 }
 
@@ -134,7 +137,8 @@ func (d *demo) staleOwner(ctx context.Context) error {
 		return err
 	}
 	d.line("a slow owner, its lease taken over", s.a.String(), s.a.status == 409 && rowsStale == rowsBefore)
-	d.detail("why: its commit was fenced on its lease: its ledger row was discarded with it")
+	d.detail("why: its commit was fenced on its lease: its ledger row was discarded with it;")
+	d.detail("a fenced writer: its late commit fails the lease check (lease_lost)")
 	gate.release <- struct{}{}
 	o := <-ownerDone
 	if o.err != nil {

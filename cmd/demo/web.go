@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // web is the net/http scene: the payments logic (payments.NewHTTPHandler)

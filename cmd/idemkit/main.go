@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemkit/idemkit/internal/idemkitcli"
+	"github.com/idemkit/idemkit/cmd/internal/idemkitcli"
 )
 
 func main() {

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // suiteTimeout bounds each scenario, so a hung target fails instead of

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/idempotent"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 func TestValidate(t *testing.T) {

@@ -17,12 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // request is payments-new.json, with fn applied.
@@ -176,7 +176,7 @@ func TestLedgerFailure(t *testing.T) {
 // crashingStore loses every completion, as if the process died between the
 // side effect and the completion: the record stays in progress until its
 // lease ends.
-type crashingStore struct{ *idempotent.MemoryStore }
+type crashingStore struct{ storage.StepStore }
 
 func (crashingStore) Complete(context.Context, storage.Record) error {
 	return errors.New("test: process crashed")

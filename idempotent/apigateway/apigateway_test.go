@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -570,7 +571,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/claim fails", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+			store := &fakeStore{StepStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				return storage.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
 			}}
 			call := f.wrap(t, newEngine(store), c.handle, apigateway.WithRetryAfter(5*time.Second))
@@ -583,7 +584,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/store panics", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+			store := &fakeStore{StepStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				panic("nil map in a store")
 			}}
 			call := f.wrap(t, newEngine(store), c.handle)
@@ -593,7 +594,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/store panics after the handler ran", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
+			store := &fakeStore{StepStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				panic("nil map in a store")
 			}}
 			call := f.wrap(t, newEngine(store), c.handle)
@@ -604,7 +605,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(f.name+"/complete fails", func(t *testing.T) {
 			t.Parallel()
 			var c counter
-			store := &fakeStore{MemoryStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
+			store := &fakeStore{StepStore: idempotent.NewMemoryStore(), complete: func(context.Context, storage.Record) error {
 				return errors.New("unavailable")
 			}}
 			call := f.wrap(t, newEngine(store), c.handle)
@@ -624,7 +625,13 @@ func TestResponseNotStored(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			runs := 0
-			store := &idempotent.MemoryStore{MaxItemBytes: 4 << 10}
+			mem := idempotent.NewMemoryStore()
+			store := &fakeStore{StepStore: mem, complete: func(ctx context.Context, rec storage.Record) error {
+				if len(rec.Data) > 4<<10 { // a store whose items hold 4 KB
+					return fmt.Errorf("%w: %d bytes", storage.ErrTooLarge, len(rec.Data))
+				}
+				return mem.Complete(ctx, rec)
+			}}
 			call := f.wrap(t, newEngine(store), func(context.Context, req) (resp, error) {
 				runs++
 				return resp{status: http.StatusOK, body: big}, nil
@@ -664,7 +671,7 @@ func TestCorruptRecord(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
 				var c counter
-				call := f.wrap(t, newEngine(&fakeStore{MemoryStore: idempotent.NewMemoryStore(), claim: tt.claim}), c.handle)
+				call := f.wrap(t, newEngine(&fakeStore{StepStore: idempotent.NewMemoryStore(), claim: tt.claim}), c.handle)
 				requireProblem(t, call(post("k", "{}")), http.StatusInternalServerError, apigateway.ProblemCorruptRecord)
 				assert.Zero(t, c.count())
 			})

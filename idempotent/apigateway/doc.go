@@ -9,7 +9,7 @@
 // net/http around the middleware of package nethttp, as aws-lambda-go's
 // lambdaurl does for Function URLs: the event becomes an *http.Request
 // (method, path, query, headers, cookies, body decoded from base64), the
-// middleware (a front door of [idempotent.Engine]: one Do call per request,
+// middleware (a front door of [idempotent.Engine]: one engine call per request,
 // over any [storage.Store]) parses the key, names the caller, fingerprints
 // the request and answers duplicates and failures, and the handler runs
 // with the original event; what the middleware answers is translated back

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
@@ -26,7 +27,7 @@ import (
 // events. An event becomes an *http.Request whose context carries the
 // invocation (the event, and the handler's response once it has one); the
 // middleware parses the key, names the caller (scope, from the event's
-// authorizer), fingerprints the request, makes the one Engine.Do call and
+// authorizer), fingerprints the request, makes the one call of the Engine and
 // answers problems, replays and the handler's panics and errors; the
 // http.Handler it wraps (door.ServeHTTP) calls the typed handler with the
 // event and writes its response, translated, for the record. What the
@@ -34,7 +35,7 @@ import (
 // the handler's own response, which its client gets unchanged.
 type door[Req, Resp any] struct {
 	payload[Req, Resp]
-	core        *idempotent.Engine
+	core        frontdoor.Engine
 	handler     func(context.Context, Req) (Resp, error)
 	callerField string       // WithAuthorizerCaller
 	mw          http.Handler // the middleware, around this door's ServeHTTP
@@ -62,7 +63,7 @@ func newDoor[Req, Resp any](core *idempotent.Engine, handler func(context.Contex
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &door[Req, Resp]{payload: p, core: core, handler: handler, callerField: o.callerField}
+	d := &door[Req, Resp]{payload: p, core: frontdoor.Of(core), handler: handler, callerField: o.callerField}
 	own := nethttp.Option(func(c *httprules.Config) {
 		c.Name = "apigateway"
 		c.Scope = d.scope
@@ -101,7 +102,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 		d.core.Logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
 		p, why := httprules.Refusal(err)
-		_ = d.core.Reject(ctx, idempotent.Call{}, why)
+		_ = d.core.Reject(ctx, frontdoor.Call{}, why)
 		return d.response(problem(p))
 	}
 	d.mw.ServeHTTP(&inv.rec, r)

@@ -228,7 +228,7 @@ func requireProblem(t testing.TB, r resp, status int, typ string) string {
 
 // fakeStore puts faults in front of a MemoryStore; nil functions delegate.
 type fakeStore struct {
-	*idempotent.MemoryStore
+	storage.StepStore
 	claim    func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
 	complete func(ctx context.Context, rec storage.Record) error
 }
@@ -237,12 +237,12 @@ func (s *fakeStore) Claim(ctx context.Context, rec storage.Record, now time.Time
 	if s.claim != nil {
 		return s.claim(ctx, rec, now)
 	}
-	return s.MemoryStore.Claim(ctx, rec, now)
+	return s.StepStore.Claim(ctx, rec, now)
 }
 
 func (s *fakeStore) Complete(ctx context.Context, rec storage.Record) error {
 	if s.complete != nil {
 		return s.complete(ctx, rec)
 	}
-	return s.MemoryStore.Complete(ctx, rec)
+	return s.StepStore.Complete(ctx, rec)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,10 +24,11 @@ const (
 var errHeld = errors.New("nethttp: not flushed: the response is held until the handler's transaction commits")
 
 // capture is the http.ResponseWriter the handler of a keyed request writes
-// to. It buffers the response (status, header snapshot, body up to a limit)
-// so that the client gets it only once the record is settled: a client never
-// receives a response that its retry would not get back. A Flush, or a body
-// past the limit, makes it pass the response through instead (see pass).
+// to. It buffers the response (status, header as of WriteHeader, body up to
+// a limit) so that the client gets it only once the record is settled: a
+// client never receives a response that its retry would not get back. A
+// Flush, or a body past the limit, makes it pass the response through
+// instead (see pass).
 //
 // The handler's header is the real writer's own map, as without the
 // middleware: nothing reaches the client before the real writer's
@@ -38,12 +40,11 @@ var errHeld = errors.New("nethttp: not flushed: the response is held until the h
 // hijacked connection's bytes could be neither stored nor replayed.
 type capture struct {
 	w     http.ResponseWriter // the real writer
-	outer headerSnapshot      // its header before the handler ran: what outer middleware set
+	outer http.Header         // a copy of its header before the handler ran: what outer middleware set
 	limit int64
 
 	status int             // 0 until the handler writes a final status
-	snap   headerSnapshot  // the header as of the final status, as net/http snapshots it
-	sent   http.Header     // that header as a map, once asked for (sentHeader)
+	sent   http.Header     // a copy of the header as of the final status, as net/http takes it
 	body   strings.Builder // a string: the stored form takes it without a copy
 	passed string          // why the response passed through; "" while buffering
 	silent bool            // the handler returned without a status or a body: settle answered 200 for it
@@ -53,7 +54,10 @@ type capture struct {
 
 // init readies c to capture a response meant for w.
 func (c *capture) init(w http.ResponseWriter, limit int64) {
-	c.w, c.outer, c.limit = w, snapshotOf(w.Header()), limit
+	c.w, c.limit = w, limit
+	if h := w.Header(); len(h) > 0 { // as most writers come: nothing to copy
+		c.outer = h.Clone()
+	}
 }
 
 // held reports whether the response is held past the limit for the
@@ -63,7 +67,7 @@ func (c *capture) held() bool { return c.passed == "" && int64(c.body.Len()) > c
 
 func (c *capture) Header() http.Header { return c.w.Header() }
 
-// WriteHeader records the status and a snapshot of the header, as net/http
+// WriteHeader records the status and a copy of the header, as net/http
 // does. Informational statuses (1xx) are dropped: they are neither sent nor
 // stored. Later calls are ignored.
 func (c *capture) WriteHeader(code int) {
@@ -73,10 +77,10 @@ func (c *capture) WriteHeader(code int) {
 	if c.status != 0 || code < 200 {
 		return
 	}
-	c.status, c.snap = code, snapshotOf(c.w.Header())
+	c.status, c.sent = code, c.w.Header().Clone()
 	switch {
 	case c.passed != "":
-		c.commit(true)
+		c.commit()
 	case c.direct:
 		c.pass(passDirect)
 	}
@@ -146,15 +150,13 @@ func (c *capture) pass(reason string) {
 		return
 	}
 	c.passed = reason
-	c.commit(c.snap.matches(c.w.Header()))
+	c.commit()
 }
 
 // commit sends the status, the header as of the handler's WriteHeader and
-// the buffered body to the client; same says the header is that already.
-func (c *capture) commit(same bool) {
-	if !same {
-		c.snap.restore(c.w.Header())
-	}
+// the buffered body to the client.
+func (c *capture) commit() {
+	restore(c.w.Header(), c.sent)
 	c.w.WriteHeader(c.status)
 	if c.body.Len() > 0 {
 		// A gone client is the handler's to notice on its next write. (net/http's
@@ -183,38 +185,29 @@ func (c *capture) deliver() {
 		return
 	}
 	h := c.w.Header()
-	type trailer struct {
-		name   string
-		values []string
-	}
-	var trailers []trailer
-	same := c.snap.matches(h) // as most handlers leave it: its names are the snapshot's
-	if same {
-		for i := range c.snap {
-			if k := c.snap[i].name; strings.HasPrefix(k, http.TrailerPrefix) {
-				trailers = append(trailers, trailer{k, h[k]})
-			}
+	var trailers http.Header // most responses have none
+	keep := func(name string, v []string) {
+		if trailers == nil {
+			trailers = http.Header{}
 		}
-	} else {
-		for k, v := range h {
-			if strings.HasPrefix(k, http.TrailerPrefix) {
-				trailers = append(trailers, trailer{k, v})
-			}
+		trailers[name] = v
+	}
+	for k, v := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			keep(k, v)
 		}
 	}
-	for _, list := range c.sentHeader().Values("Trailer") {
+	for _, list := range c.sent.Values("Trailer") {
 		for name := range strings.SplitSeq(list, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
 				if v, ok := h[name]; ok {
-					trailers = append(trailers, trailer{name, v})
+					keep(name, v)
 				}
 			}
 		}
 	}
-	c.commit(same)
-	for _, t := range trailers {
-		h[t.name] = t.values
-	}
+	c.commit()
+	maps.Copy(h, trailers)
 }
 
 // discardHeld drops a response held for the handler's transaction, which
@@ -227,23 +220,19 @@ func (c *capture) discardHeld() {
 
 // discard puts the real writer's header back as outer middleware left it,
 // for an answer that is not the handler's (a problem after a panic).
-func (c *capture) discard() { c.outer.restore(c.w.Header()) }
+func (c *capture) discard() { restore(c.w.Header(), c.outer) }
 
 // storedHeader returns the header of the response as the handler set it,
 // for the record: without the headers outer middleware set (with the same
 // values) before this one, which they set again for a duplicate, and without
 // trailers. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
-	sent := c.sentHeader()
-	if len(c.outer) == 0 && !c.snap.hasTrailers() {
-		return sent // all of it: the filter copies what it keeps
-	}
-	out := make(map[string][]string, len(sent))
-	for k, v := range sent {
+	out := make(map[string][]string, len(c.sent))
+	for k, v := range c.sent {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
-		if c.outer.holds(k, v) {
+		if ov, ok := c.outer[k]; ok && sameValues(ov, v) {
 			continue
 		}
 		out[k] = v
@@ -251,130 +240,19 @@ func (c *capture) storedHeader() map[string][]string {
 	return out
 }
 
-// hasTrailers reports whether the snapshot names a trailer by
-// http.TrailerPrefix.
-func (s headerSnapshot) hasTrailers() bool {
-	for i := range s {
-		if strings.HasPrefix(s[i].name, http.TrailerPrefix) {
-			return true
-		}
-	}
-	return false
-}
-
-// sentHeader is the header as of the final status (see snapshotOf).
-func (c *capture) sentHeader() http.Header {
-	if c.sent == nil {
-		c.sent = c.snap.header(c.w.Header())
-	}
-	return c.sent
-}
-
-// headerSnapshot is a header's names and values at one moment: what
-// http.Header.Clone keeps, without building a map (with its table of
-// slots) for every response, in one allocation when every header has one
-// value, as most do. Most handlers never touch the header after
-// WriteHeader, and then the header itself serves as the snapshot.
-type headerSnapshot []snapshotEntry
-
-type snapshotEntry struct {
-	name   string
-	one    string   // the value, when there is exactly one
-	values []string // else the values: a capped part of one slice shared by all; nil if the header's was
-	single bool     // one holds the only value
-}
-
-// snapshotOf copies h's names and values (strings are immutable: their
-// headers are what is copied, as Clone does).
-func snapshotOf(h http.Header) headerSnapshot {
-	if len(h) == 0 {
-		return headerSnapshot{}
-	}
-	n := 0 // the values of headers with more than one, or none
-	for _, vs := range h {
-		if len(vs) != 1 {
-			n += len(vs)
-		}
-	}
-	values := make([]string, n) // not nil when n is 0 (no allocation): an empty list stays empty, not nil
-	s := make(headerSnapshot, 0, len(h))
-	for k, vs := range h {
-		e := snapshotEntry{name: k}
-		switch {
-		case len(vs) == 1:
-			e.one, e.single = vs[0], true
-		case vs != nil:
-			m := copy(values, vs)
-			e.values, values = values[:m:m], values[m:]
-		}
-		s = append(s, e)
-	}
-	return s
-}
-
-// list returns the entry's values as a header holds them (a new slice for
-// a single value).
-func (e *snapshotEntry) list() []string {
-	if e.single {
-		return []string{e.one}
-	}
-	return e.values
-}
-
-// equal reports whether vs are the entry's values (nil and empty lists
-// apart).
-func (e *snapshotEntry) equal(vs []string) bool {
-	if e.single {
-		return len(vs) == 1 && vs[0] == e.one
-	}
-	return (vs == nil) == (e.values == nil) && slices.Equal(vs, e.values)
-}
-
-// header returns the snapshot as a header: current itself when it still
-// holds exactly the snapshot's names and values, else a new map.
-func (s headerSnapshot) header(current http.Header) http.Header {
-	if s.matches(current) {
-		return current
-	}
-	h := make(http.Header, len(s))
-	for i := range s {
-		h[s[i].name] = s[i].list()
-	}
-	return h
-}
-
-// restore makes h hold exactly the snapshot's names and values (a map
-// that already does is left alone).
-func (s headerSnapshot) restore(h http.Header) {
-	if s.matches(h) {
+// restore makes h hold exactly the names and values of saved (a copy, so
+// that later changes to h leave saved as it was); most handlers leave the
+// header as it was, and then h is left alone.
+func restore(h, saved http.Header) {
+	if maps.EqualFunc(h, saved, sameValues) {
 		return
 	}
 	clear(h)
-	for i := range s {
-		h[s[i].name] = s[i].list()
-	}
+	maps.Copy(h, saved.Clone())
 }
 
-// holds reports whether the snapshot has the header named name (in
-// canonical form) with the values vs.
-func (s headerSnapshot) holds(name string, vs []string) bool {
-	for i := range s {
-		if s[i].name == name {
-			return s[i].equal(vs)
-		}
-	}
-	return false
-}
-
-func (s headerSnapshot) matches(h http.Header) bool {
-	if len(h) != len(s) {
-		return false
-	}
-	for i := range s {
-		vs, ok := h[s[i].name]
-		if !ok || !s[i].equal(vs) {
-			return false
-		}
-	}
-	return true
+// sameValues reports whether a header's two lists of values are the same,
+// a nil list (which net/http reads as "do not send") apart from an empty one.
+func sameValues(a, b []string) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
 }

@@ -8,7 +8,7 @@
 //
 // Middleware has the standard shape, func(http.Handler) http.Handler, and
 // works over any [storage.Store]; it is a front door of
-// [idempotent.Engine], one Do call per request:
+// [idempotent.Engine], one engine call per request:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
 //	idem := nethttp.Middleware(idempotent.New(store), nethttp.WithScope(callerOf))

@@ -120,7 +120,7 @@ func (c *counter) count() int { return int(c.runs.Load()) }
 
 // fakeStore puts faults in front of a MemoryStore; nil functions delegate.
 type fakeStore struct {
-	*idempotent.MemoryStore
+	storage.StepStore
 	claim func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
 }
 
@@ -128,7 +128,7 @@ func (s *fakeStore) Claim(ctx context.Context, rec storage.Record, now time.Time
 	if s.claim != nil {
 		return s.claim(ctx, rec, now)
 	}
-	return s.MemoryStore.Claim(ctx, rec, now)
+	return s.StepStore.Claim(ctx, rec, now)
 }
 
 // newServer starts a real HTTP server on 127.0.0.1 serving h.

@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
@@ -70,8 +70,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	x := &exchange{h: h, w: w, r: r}
-	var call idempotent.Call
-	var bodyBuf, fpBuf *[]byte // the body's and the fingerprint's buffers, from the pool
+	var call frontdoor.Call
 	if !m.Disabled {
 		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
 		if err != nil {
@@ -85,22 +84,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if call.Scope, err = m.Scope(r); err != nil {
 					m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": cannot name the caller; the handler did not run",
 						slog.String("method", method), slog.String("error", err.Error()))
-					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
+					_ = m.Core.Reject(ctx, frontdoor.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
 					writeProblem(w, httprules.Internal())
 					return
 				}
 			}
 			call.Key = key
-			bodyBuf = buffers.Get().(*[]byte)
-			if x.body, err = m.readBody(r, (*bodyBuf)[:0]); err != nil {
+			if x.body, err = m.readBody(r); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
-			if x.body != nil {
-				*bodyBuf = x.body
-			}
-			fpBuf = buffers.Get().(*[]byte)
-			fp, err := httprules.AppendFingerprint((*fpBuf)[:0], &httprules.Request{
+			fp, err := httprules.AppendFingerprint(nil, &httprules.Request{
 				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type"), Body: x.body,
 			})
@@ -108,7 +102,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				m.refuse(w, r, call, err)
 				return
 			}
-			*fpBuf = fp
 			call.Payload = fp // a []byte, hashed as given
 			call.Accept = x.accept
 			x.keyed = true
@@ -116,13 +109,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := m.Core.Do(ctx, call, x.work)
 	if x.keyed {
-		// Do hashed the fingerprint as it began and kept nothing of it, and
-		// the handler is done with the body: a read after this fails, as a
-		// read of net/http's own body after the handler returned does. (A
-		// panic, re-raised by Do, leaves both buffers to the collector.)
+		// The handler is done with the body: a read after this fails, as a
+		// read of net/http's own body after the handler returned does.
 		x.reqBody.retire()
-		putBuffer(bodyBuf)
-		putBuffer(fpBuf)
 	}
 	switch {
 	case res.Ran && !x.keyed:
@@ -148,59 +137,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers with a 400 (or 413) problem a request the middleware
 // refuses itself, before any Do, and reports the refusal to the core, which
 // tells the outcome hook and the log (OutcomeRejected).
-func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempotent.Call, why error) {
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdoor.Call, why error) {
 	p, err := httprules.Refusal(why)
 	_ = m.Core.Reject(r.Context(), call, err)
 	writeProblem(w, p)
 }
 
-// buffers pool the buffers request bodies are read into and fingerprints
-// built in (a fingerprint holds the whole, canonical, body): each is needed
-// only until Do returns. Buffers past maxPooled are left to the collector,
-// so one large request does not pin its buffer.
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooled = 64 << 10
-
-func putBuffer(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		buffers.Put(b)
-	}
-}
-
-// readBody reads the request body once, up to the limit, into dst's
-// capacity when it is enough.
-func (m *middleware) readBody(r *http.Request, dst []byte) ([]byte, error) {
+// readBody reads the request body once, up to the limit.
+func (m *middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
 	if r.ContentLength > m.MaxBody {
 		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 	}
-	// A declared length sizes the buffer exactly, with one byte to spare for
-	// the read that finds the end; it grows only past a wrong declaration.
-	size := int64(bytes.MinRead)
-	if r.ContentLength > 0 {
-		size = r.ContentLength + 1
+	// A declared length sizes the buffer (ReadFrom wants MinRead to spare);
+	// one byte past the limit tells a body at the limit from a longer one.
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.MaxBody+1))
+	switch {
+	case err != nil:
+		return nil, m.readError(err)
+	case int64(buf.Len()) > m.MaxBody:
+		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 	}
-	buf := slices.Grow(dst[:0], int(min(size, m.MaxBody+1)))
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, bytes.MinRead)
-		}
-		// Never read more than one byte past the limit.
-		room := buf[len(buf):min(int64(cap(buf)), m.MaxBody+1)]
-		n, err := r.Body.Read(room)
-		buf = buf[:len(buf)+n]
-		switch {
-		case int64(len(buf)) > m.MaxBody:
-			return nil, &httprules.TooLargeError{Limit: m.MaxBody}
-		case err == io.EOF:
-			return buf, nil
-		case err != nil:
-			return nil, m.readError(err)
-		}
-	}
+	return buf.Bytes(), nil
 }
 
 // readError is the refusal of a request whose body failed to read: 413 past
@@ -282,32 +243,16 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 	if b := c.body.String(); utf8.ValidString(b) {
 		resp.Body = b
 	} else {
-		resp.Body, resp.IsBase64Encoded = base64String(b), true
+		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(b)), true
 	}
 	stored := x.h.m.Filter.Stored(&resp)
 	return httprules.Encode(&stored)
 }
 
-// base64String is base64.StdEncoding.EncodeToString of s, without a copy
-// of s as a []byte (a binary body may be megabytes).
-func base64String(s string) string {
-	var b strings.Builder
-	b.Grow(base64.StdEncoding.EncodedLen(len(s)))
-	var in [3 << 8]byte  // a multiple of 3: no padding but at the end
-	var out [4 << 8]byte // its encoding
-	for len(s) > 0 {
-		n := copy(in[:], s)
-		base64.StdEncoding.Encode(out[:], in[:n])
-		b.Write(out[:base64.StdEncoding.EncodedLen(n)])
-		s = s[n:]
-	}
-	return b.String()
-}
-
-// requestBody gives the handler the body read before it ran, from a
-// pooled buffer: once the handler is done, retire makes every later read
-// fail, so that a handler that leaves a goroutine reading its body (which
-// net/http forbids) can never read another request's.
+// requestBody gives the handler the body read before it ran: once the
+// handler is done, retire makes every later read fail, as net/http's own
+// body does (a handler that leaves a goroutine reading its body breaks
+// net/http's rules).
 type requestBody struct {
 	mu      sync.Mutex
 	r       bytes.Reader

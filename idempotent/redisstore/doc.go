@@ -122,7 +122,7 @@
 // never for the liveness conditions. It means a caller clock far behind the
 // server's, or a test passing "now" values in the past: tests that use fake
 // times must keep record expiry in the real future, as the storetest suite
-// does (or use idempotent.MemoryStore).
+// does (or use idempotent.NewMemoryStore).
 //
 // Times travel through the scripts as Lua numbers (doubles), exact up to 2^53
 // milliseconds, the year 287396; a key expiry beyond that is capped there.

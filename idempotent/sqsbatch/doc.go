@@ -12,7 +12,7 @@
 //
 // Each body is decoded as JSON into the handler's message type; WrapMessage
 // hands over the events.SQSMessage instead. Each message then runs through
-// the idempotent.Engine given to Wrap, one Do call per message, under its
+// the idempotent.Engine given to Wrap, one engine call per message, under its
 // own key (by default the SQS message ID; see WithKey), so a message that SQS
 // delivers again, or that a producer sent twice, does not run the handler
 // again while its record lives.
@@ -129,8 +129,8 @@
 // Processing stops short of the invocation's deadline (by a tenth of the time
 // left, at most 500 ms) so that the response is returned before Lambda times
 // the invocation out, which would fail the whole batch. Messages not started by
-// then are reported; a running handler sees its context end first, as
-// described at idempotent.Engine.Do.
+// then are reported; a running handler sees its context end first, as every
+// handler of the core does (it ends before the record's lease).
 //
 // # Logging
 //
@@ -139,13 +139,13 @@
 // every message: the core's outcomes, and OutcomeRejected, with an error
 // wrapping idempotent.ErrInvalidPayload, for a message whose body cannot be
 // decoded or fails Validate, which this package refuses before the core and
-// reports to it (Engine.Reject). The hook's context carries the message (see
+// reports to it. The hook's context carries the message (see
 // MessageFromContext). Messages not started because the invocation's time ran
 // out, or held back behind a failed message of their FIFO group, report no
 // outcome: they did not run.
 //
 // Records of this package and of the core carry the SQS message ID as
-// "message_id" (given to the core as idempotent.Call.Attrs); none carries a
+// "message_id"; none carries a
 // message body or an idempotency key. Decoding errors are reduced to byte
 // offsets, field names and types. Errors returned by Validate and by the
 // handler are logged as written, so keep secrets out of them.

@@ -129,7 +129,7 @@ func (r *recorder) requireNoOverlap(t *testing.T) {
 
 // fakeStore is a MemoryStore whose calls can be replaced to inject faults.
 type fakeStore struct {
-	mem      *idempotent.MemoryStore
+	mem      storage.StepStore
 	claim    func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
 	complete func(ctx context.Context, rec storage.Record) error
 	release  func(ctx context.Context, id, lease string) error

@@ -2,6 +2,8 @@ package sqsbatch
 
 import (
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/idempotent/internal/batch"
 )
 
 // An Option configures Wrap and WrapMessage: how a message becomes a key and a
@@ -16,12 +18,7 @@ import (
 // sqsbatch.WithMessageKey[Order](byAttribute).
 type Option[T any] func(*options[T])
 
-type options[T any] struct {
-	key         func(*events.SQSMessage, T) (string, error) // nil: the message ID
-	payload     func(*events.SQSMessage, T) (any, error)    // nil: the default, unless noPayload
-	noPayload   bool
-	parallelism int
-}
+type options[T any] = batch.Options[events.SQSMessage, T]
 
 // WithKey sets the function that derives a message's idempotency key from the
 // decoded message, replacing the default, the SQS message ID. For WrapMessage
@@ -35,7 +32,7 @@ type options[T any] struct {
 // failure (see the package documentation). A nil function panics.
 func WithKey[T any](key func(T) (string, error)) Option[T] {
 	mustFunc(key == nil, "WithKey")
-	return func(o *options[T]) { o.key = func(_ *events.SQSMessage, v T) (string, error) { return key(v) } }
+	return func(o *options[T]) { o.Key = func(_ *events.SQSMessage, v T) (string, error) { return key(v) } }
 }
 
 // WithMessageKey is WithKey for a function of the raw SQS message, for a
@@ -44,7 +41,7 @@ func WithKey[T any](key func(T) (string, error)) Option[T] {
 // sqsbatch.WithMessageKey[Order](byAttribute). A nil function panics.
 func WithMessageKey[T any](key func(events.SQSMessage) (string, error)) Option[T] {
 	mustFunc(key == nil, "WithMessageKey")
-	return func(o *options[T]) { o.key = func(m *events.SQSMessage, _ T) (string, error) { return key(*m) } }
+	return func(o *options[T]) { o.Key = func(m *events.SQSMessage, _ T) (string, error) { return key(*m) } }
 }
 
 // WithPayloadValidation sets the part of a message that must be identical for
@@ -62,8 +59,8 @@ func WithMessageKey[T any](key func(events.SQSMessage) (string, error)) Option[T
 func WithPayloadValidation[T any](payload func(T) (any, error)) Option[T] {
 	mustFunc(payload == nil, "WithPayloadValidation")
 	return func(o *options[T]) {
-		o.payload = func(_ *events.SQSMessage, v T) (any, error) { return payload(v) }
-		o.noPayload = false
+		o.Payload = func(_ *events.SQSMessage, v T) (any, error) { return payload(v) }
+		o.NoPayload = false
 	}
 }
 
@@ -74,8 +71,8 @@ func WithPayloadValidation[T any](payload func(T) (any, error)) Option[T] {
 func WithMessagePayloadValidation[T any](payload func(events.SQSMessage) (any, error)) Option[T] {
 	mustFunc(payload == nil, "WithMessagePayloadValidation")
 	return func(o *options[T]) {
-		o.payload = func(m *events.SQSMessage, _ T) (any, error) { return payload(*m) }
-		o.noPayload = false
+		o.Payload = func(m *events.SQSMessage, _ T) (any, error) { return payload(*m) }
+		o.NoPayload = false
 	}
 }
 
@@ -83,7 +80,7 @@ func WithMessagePayloadValidation[T any](payload func(events.SQSMessage) (any, e
 // was already processed counts as done whatever its body. Name the handler's
 // message type: sqsbatch.WithoutPayloadValidation[Order]().
 func WithoutPayloadValidation[T any]() Option[T] {
-	return func(o *options[T]) { o.payload, o.noPayload = nil, true }
+	return func(o *options[T]) { o.Payload, o.NoPayload = nil, true }
 }
 
 // WithParallelism processes up to n messages of a batch at once (default 1).
@@ -94,13 +91,9 @@ func WithoutPayloadValidation[T any]() Option[T] {
 // Values below 1 are raised to 1. Name the handler's message type:
 // sqsbatch.WithParallelism[Order](4).
 func WithParallelism[T any](n int) Option[T] {
-	return func(o *options[T]) { o.parallelism = max(n, 1) }
+	return func(o *options[T]) { o.Parallelism = max(n, 1) }
 }
 
 // mustFunc panics on a nil function given to an option: a programmer error,
 // found at start-up.
-func mustFunc(isNil bool, option string) {
-	if isNil {
-		panic("sqsbatch: " + option + ": nil function")
-	}
-}
+func mustFunc(isNil bool, option string) { batch.MustFunc(isNil, "sqsbatch", option) }

@@ -95,11 +95,11 @@ func TestKeyErrorReachesTheHook(t *testing.T) {
 	assert.False(t, got[0].HandlerRan)
 }
 
-// Under idempotent.DisableEnv every handler runs, as under idempotent.Wrap:
+// Under IDEMKIT_DISABLED every handler runs, as under idempotent.Wrap:
 // a key or payload function is not asked, and its error fails nothing. Not
 // parallel: it sets the environment.
 func TestDisabledRunsEveryHandler(t *testing.T) {
-	t.Setenv(idempotent.DisableEnv, "1")
+	t.Setenv("IDEMKIT_DISABLED", "1")
 	rec := newRecorder()
 	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle,
 		sqsbatch.WithKey(func(o order) (string, error) {

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // sampleOrder is the body of the orders sample events.

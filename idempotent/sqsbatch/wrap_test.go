@@ -175,7 +175,7 @@ func TestWrapOutcomes(t *testing.T) {
 
 // onlyFor applies claim to the record of message id (under the default key,
 // the message ID) and lets the memory store answer the others.
-func onlyFor(id string, claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error), mem *idempotent.MemoryStore) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+func onlyFor(id string, claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error), mem storage.StepStore) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 	return func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
 		if m, ok := sqsbatch.MessageFromContext(ctx); ok && m.MessageId == id {
 			return claim(ctx, rec, now)

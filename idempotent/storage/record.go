@@ -1,6 +1,11 @@
 package storage
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemkit/idemkit/idempotent/internal/envelope"
+)
 
 // RecordVersion is the record format this package writes. A stored record of any
 // other version is foreign: it is reported as [ErrCorruptRecord], never replayed.
@@ -35,7 +40,8 @@ type Record struct {
 	Lease string
 	// Fingerprint is the hash of the validated payload, or empty.
 	Fingerprint string
-	// Data is the encoded response of a completed record. It is opaque to stores.
+	// Data is the encoded response of a completed record (Response decodes
+	// it). It is opaque to stores.
 	Data []byte
 	// Version is the record format version (RecordVersion when written by this package).
 	Version int
@@ -93,4 +99,20 @@ func (r *Record) Replaceable(claim *Record, now time.Time) bool {
 // now.Unix(): the second granularity of the stores' conditions and TTL).
 func (r *Record) Expired(now time.Time) bool {
 	return r.ExpiresAt.Unix() < now.Unix()
+}
+
+// Response returns the response a completed record holds, decoded from Data
+// (which may be compressed): the bytes of the codec of the front door that
+// stored it (JSON by default; an HTTP front door's stored form). stored is
+// false for a record completed without its response (too large to keep, or
+// not serializable), whose duplicates get idempotent.ErrResponseNotStored.
+// Data that does not decode is an error wrapping ErrCorruptRecord. The engine
+// reads every replay this way; so can tools that read records (the idemkit
+// command, with the stores' Get and Scan).
+func (r *Record) Response() (response []byte, stored bool, err error) {
+	response, stored, err = envelope.Decode(r.Data)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+	}
+	return response, stored, nil
 }

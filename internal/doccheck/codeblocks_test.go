@@ -49,11 +49,13 @@ func TestCodeBlocks(t *testing.T) {
 				}
 			case "logsinsights":
 				checkLogsInsights(t, b)
+			case "sql":
+				checkSQL(t, b)
 			case "text":
 			case "":
 				t.Errorf("%s: a code block needs a language (text for output and other non-code)", b)
 			default:
-				t.Errorf("%s: no check for language %q: use go, sh, yaml, json, logsinsights or text", b, b.lang)
+				t.Errorf("%s: no check for language %q: use go, sh, yaml, json, logsinsights, sql or text", b, b.lang)
 			}
 		}
 	}
@@ -81,6 +83,40 @@ func isCompleteFile(b block) bool {
 // first line is "// example: <file> [<Func>]", and its other lines that are
 // not blank (and not "..." or "// ...", which elide) appear in that order,
 // white space aside, in the function (or, without one, the file).
+var sqlFromRE = regexp.MustCompile(`^--\s*from:\s*(\S+)\s*$`)
+
+// checkSQL checks an SQL block: it starts with "-- from: <file>", a file of
+// the repository (a schema the code embeds), and its lines appear in that
+// file in this order, as a Go fragment's in its function.
+func checkSQL(t *testing.T, b block) {
+	t.Helper()
+	if len(b.lines) < 2 {
+		t.Errorf("%s: an SQL block needs a first line \"-- from: <file>\" and the lines quoted from it", b)
+		return
+	}
+	m := sqlFromRE.FindStringSubmatch(strings.TrimSpace(b.lines[0]))
+	if m == nil {
+		t.Errorf("%s: an SQL block must start with \"-- from: <file>\" naming the repository file it quotes", b)
+		return
+	}
+	src, err := os.ReadFile(filepath.Join(repoRoot, m[1]))
+	if err != nil {
+		t.Errorf("%s: %v", b, err)
+		return
+	}
+	have := normalizedLines(strings.Split(string(src), "\n"))
+	want := normalizedLines(b.lines[1:])
+	i := 0
+	for _, l := range have {
+		if i < len(want) && l == want[i] {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("%s: line %q (and what follows) is not in %s, in this order; update the documentation", b, want[i], m[1])
+	}
+}
+
 func checkFragment(t *testing.T, b block) {
 	t.Helper()
 	if len(b.lines) == 0 {
@@ -152,10 +188,13 @@ func funcSource(file string, src []byte, fn string) (string, error) {
 
 var fileNameRE = regexp.MustCompile(`^//\s*([A-Za-z0-9_.-]+\.go)\s*$`)
 
-// compilePrograms writes the complete Go files to packages in a scratch
-// directory inside the module (so the module's requirements apply; its name
-// starts with a dot, so ./... never sees it), vets them all with one go
-// command (vet type-checks test files too) and runs the tests among them.
+// compilePrograms writes the complete Go files to packages of a new
+// user's module outside the repository, follows the documented commands to
+// use idemkit from a clone there (checkout_test.go: `go mod edit -replace`,
+// `go mod tidy`, installing the idemkit command), then vets them all with
+// one go command (vet type-checks test files too) and runs the tests among
+// them. So the documentation's programs build as a reader's own module
+// builds them, not only inside this one.
 //
 // A block is a package of its own, unless its first line names its file
 // ("// main.go", "// main_test.go"): the named blocks of one Markdown file
@@ -166,15 +205,11 @@ func compilePrograms(t *testing.T, programs []block) {
 	if len(programs) == 0 {
 		t.Fatal("no complete Go file in the documentation: the README's quick start should be one")
 	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go command not found: %v", err)
+	cmds := checkoutCommands(t)
+	if cmds == nil {
+		return
 	}
-	dir, err := os.MkdirTemp(repoRoot, ".doccheck-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	m := newUserModule(t)
 
 	pkgOf := map[string]string{} // file + package clause -> package path
 	var all, tests []string
@@ -186,7 +221,7 @@ func compilePrograms(t *testing.T, programs []block) {
 		}
 		pkg, ok := pkgOf[group]
 		if !ok || group == "" {
-			pkg = "./" + filepath.Base(dir) + "/b" + strconv.Itoa(len(all)+1)
+			pkg = "./b" + strconv.Itoa(len(all)+1)
 			all = append(all, pkg)
 			if group != "" {
 				pkgOf[group] = pkg
@@ -201,7 +236,7 @@ func compilePrograms(t *testing.T, programs []block) {
 		if strings.HasSuffix(name, "_test.go") && !slices.Contains(tests, pkg) {
 			tests = append(tests, pkg)
 		}
-		path := filepath.Join(repoRoot, pkg, name)
+		path := filepath.Join(m.dir, pkg, name)
 		if _, err := os.Stat(path); err == nil {
 			t.Errorf("%s: a second %s in the same package", b, name)
 			continue
@@ -214,10 +249,11 @@ func compilePrograms(t *testing.T, programs []block) {
 		}
 		where[strings.TrimPrefix(pkg, "./")] = append(where[strings.TrimPrefix(pkg, "./")], b)
 	}
+	m.useCheckout(t, cmds)
 	run := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command(goCmd, args...)
-		cmd.Dir = repoRoot
+		cmd := exec.Command(m.goCmd, args...)
+		cmd.Dir, cmd.Env = m.dir, m.env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			// Say which Markdown blocks a scratch package came from.
@@ -229,7 +265,7 @@ func compilePrograms(t *testing.T, programs []block) {
 				}
 				msg = strings.ReplaceAll(msg, pkg, pkg+" ["+strings.Join(names, ", ")+"]")
 			}
-			t.Errorf("go %s: %v\n%s", args[0], err, msg)
+			t.Errorf("go %s (in a new module outside the repository): %v\n%s", args[0], err, msg)
 		}
 	}
 	run(append([]string{"vet"}, all...)...)

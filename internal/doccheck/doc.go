@@ -9,7 +9,7 @@
 //   - codeblocks_test.go: every fenced code block of README.md,
 //     CONTRIBUTING.md and docs/*.md is compiled or checked. A ```go block
 //     that is a complete file (it starts with a package clause) is written
-//     to a temporary package inside the module and vetted; any other ```go
+//     to a package of a new module outside the repository and vetted; any other ```go
 //     block must carry a marker line "// example: <file> <Func>" and its
 //     lines must appear, in order, in that function of that _test.go file,
 //     which `go test` compiles and (with an Output comment) runs. Each
@@ -22,6 +22,11 @@
 //     docs/provisioning.md against the CDK stack). ```text blocks are
 //     output and are not checked. Relative links must point to existing
 //     files and headings.
+//   - checkout_test.go: the README's quick start and docs/getting-started.md
+//     show one set of commands to use idemkit from a clone until it is on
+//     the module proxy; the compiled programs above are vetted and tested
+//     in a new module outside the repository after following them
+//     literally (go mod edit -replace, go mod tidy, go install).
 //   - quickstart_test.go: the README's quick start and docs/getting-started.md
 //     show one identical main.go, and getting-started names every Outcome.
 //   - gomod_test.go: the go line of go.mod, and the pins that keep it there,

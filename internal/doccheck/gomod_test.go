@@ -71,6 +71,7 @@ var libraryRequirements = map[string]bool{
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb":                true,
 	"github.com/aws/smithy-go":                                     true,
 	"github.com/hashicorp/golang-lru/v2":                           true,
+	"github.com/jackc/pgx/v5":                                      true, // idempotent/pgstore only (TestOnlyPgstoreImportsPgx)
 	"github.com/redis/go-redis/v9":                                 true,
 	"github.com/stretchr/testify":                                  true, // tests only
 	"pgregory.net/rapid":                                           true, // tests only (internal/modelcheck)
@@ -94,14 +95,52 @@ func TestLibraryModuleIsLean(t *testing.T) {
 	}
 }
 
-// TestBinariesDoNotLinkTesting keeps package testing out of the programs
-// (issue 23: the demo linked it through internal/localddb).
+// TestBinariesDoNotLinkTesting keeps package testing out of the programs,
+// every main package of the module (issue 23: the demo linked it through
+// internal/localddb). The one exception is a test's own child process.
 func TestBinariesDoNotLinkTesting(t *testing.T) {
-	for _, pkg := range []string{"./cmd/demo", "./cmd/idemkit", "./functions/payments/cmd/bootstrap",
-		"./functions/payments/cmd/url", "./functions/orders/cmd/bootstrap"} {
+	exempt := map[string]string{
+		module + "/reliability/internal/crashee": "the child process reliability's crash tests build and kill",
+	}
+	cmd := exec.Command("go", "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	mains := strings.Fields(string(out))
+	for _, want := range []string{"/cmd/demo", "/cmd/idemkit", "/functions/payments/cmd/bootstrap",
+		"/functions/payments/cmd/url", "/functions/orders/cmd/bootstrap", "/bench"} {
+		if !slices.Contains(mains, module+want) {
+			t.Errorf("go list found no main package %s: the listing is broken", module+want)
+		}
+	}
+	for _, pkg := range mains {
+		if _, ok := exempt[pkg]; ok {
+			continue
+		}
 		if slices.Contains(deps(t, pkg), "testing") {
 			t.Errorf("%s links package testing", pkg)
 		}
+	}
+}
+
+// TestLayout keeps the layout showing the architecture (issue 23, item 7):
+// the library (idempotent/...) depends on no package of the module outside
+// it (its private packages live in idempotent/internal; the root internal/
+// holds the repository's tools), and events/ holds sample events, not Go.
+func TestLayout(t *testing.T) {
+	for _, dep := range deps(t, "./idempotent/...") {
+		if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/idempotent") {
+			t.Errorf("the library depends on %s; move what it needs under idempotent/internal", dep)
+		}
+	}
+	goFiles, err := filepath.Glob(filepath.Join(repoRoot, "events", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(goFiles) > 0 {
+		t.Errorf("events/ holds Go files %v: it holds the sample events; their reader is internal/sampleevents", goFiles)
 	}
 }
 
@@ -109,10 +148,40 @@ func TestBinariesDoNotLinkTesting(t *testing.T) {
 // the split (as drivers know only database/sql/driver): no store imports the
 // front-door package idempotent.
 func TestStoresImportOnlyStorage(t *testing.T) {
-	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/storetest"} {
+	for _, pkg := range []string{"./idempotent/dynamostore", "./idempotent/redisstore", "./idempotent/pgstore", "./idempotent/storetest"} {
 		if slices.Contains(deps(t, pkg), "github.com/idemkit/idemkit/idempotent") {
 			t.Errorf("%s imports package idempotent; use idempotent/storage", pkg)
 		}
+	}
+}
+
+// TestOnlyPgstoreImportsPgx keeps PostgreSQL code out of every other
+// library package. The root module requires pgx for idempotent/pgstore
+// alone; with Go's module graph pruning (go 1.17+), a user module that
+// imports none of pgstore downloads only pgx's go.mod, never its source, and
+// builds none of it, as long as no package it imports depends on pgx.
+func TestOnlyPgstoreImportsPgx(t *testing.T) {
+	cmd := exec.Command("go", "list", "./idempotent/...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./idempotent/...: %v", err)
+	}
+	checked := 0
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "github.com/idemkit/idemkit/idempotent/pgstore" {
+			continue
+		}
+		checked++
+		for _, dep := range deps(t, pkg) {
+			if strings.HasPrefix(dep, "github.com/jackc/") {
+				t.Errorf("%s depends on %s: a user of it would download and build PostgreSQL code", pkg, dep)
+				break
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d packages: go list no longer finds the library", checked)
 	}
 }
 

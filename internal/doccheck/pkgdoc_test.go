@@ -18,6 +18,9 @@ import (
 // repoRoot is the repository root, seen from this package's directory.
 const repoRoot = "../.."
 
+// module is the root module's path.
+const module = "github.com/idemkit/idemkit"
+
 // skipDir reports whether a directory holds no package of ours: tooling,
 // build output, fixtures, npm packages (aws-cdk ships Go templates), and the
 // scratch packages codeblocks_test.go writes.

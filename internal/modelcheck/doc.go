@@ -2,7 +2,7 @@
 // protocol: random sequences of invocations, handler completions and
 // failures, owner crashes, store faults and forward jumps of an injected
 // clock are run through the real idempotent.Wrap over each Store (the memory
-// store, a memory TxStore, DynamoDB Local and Redis), and after every step
+// store, a memory TxStore, DynamoDB Local, Redis and PostgreSQL), and after every step
 // the outcome is compared with a small reference model of the record of
 // each key (status, bound payload, owner, lease end, expiry, stored
 // response).

@@ -39,6 +39,7 @@ func TestModel(t *testing.T) {
 		}},
 		{"dynamodb", openDynamo},
 		{"redis", openRedis},
+		{"postgres", openPostgres},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
@@ -55,9 +56,9 @@ func (c *Config) SetMethods(methods []string) {
 // It is safe for concurrent use.
 type Rules struct {
 	Config
-	Filter   *Filter            // of the stored headers
-	Core     *idempotent.Engine // the engine every request goes through
-	Disabled bool               // idempotent.DisableEnv was set: no key or body is refused
+	Filter   *Filter          // of the stored headers
+	Core     frontdoor.Engine // the engine every request goes through
+	Disabled bool             // IDEMKIT_DISABLED was set: no key or body is refused
 	methods  map[string]bool
 }
 
@@ -70,14 +71,14 @@ func New(core *idempotent.Engine, cfg Config) *Rules {
 	case len(cfg.Methods) == 0:
 		panic(cfg.Name + ": WithMethods: no methods")
 	}
-	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: core, methods: make(map[string]bool, len(cfg.Methods))}
+	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: frontdoor.Of(core), methods: make(map[string]bool, len(cfg.Methods))}
 	for _, m := range cfg.Methods {
 		r.methods[m] = true
 	}
 	// With IDEMKIT_DISABLED the core runs every call without idempotency
 	// (and says so in its log), so the front door refuses no key or body the
 	// core would not look at.
-	r.Disabled = core.Disabled()
+	r.Disabled = r.Core.Disabled()
 	return r
 }
 

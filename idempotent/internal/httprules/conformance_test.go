@@ -30,6 +30,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
 
@@ -66,7 +67,7 @@ type reply struct {
 // core options given, and returns the client's side of it.
 type driver struct {
 	name  string
-	start func(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response
+	start func(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response
 }
 
 var drivers = []driver{
@@ -103,11 +104,11 @@ func (r request) headers() http.Header {
 
 // newEngine is the engine of one front door under test, quiet unless core
 // says otherwise.
-func newEngine(store *idempotent.MemoryStore, core []idempotent.Option) *idempotent.Engine {
+func newEngine(store storage.StepStore, core []idempotent.Option) *idempotent.Engine {
 	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, core...)...)
 }
 
-func startV1(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+func startV1(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
 	h := apigateway.WrapV1(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		in := request{method: ev.HTTPMethod, path: ev.Path, body: ev.Body, header: map[string]string{}}
@@ -141,7 +142,7 @@ func startV1(t *testing.T, store *idempotent.MemoryStore, handler func(context.C
 	}
 }
 
-func startV2(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+func startV2(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
 	h := apigateway.WrapV2(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		in := request{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, body: ev.Body, header: ev.Headers}
@@ -182,7 +183,7 @@ func startV2(t *testing.T, store *idempotent.MemoryStore, handler func(context.C
 	}
 }
 
-func startNetHTTP(t *testing.T, store *idempotent.MemoryStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+func startNetHTTP(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
 	idem := nethttp.Middleware(newEngine(store, core))
 	srv := httptest.NewServer(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

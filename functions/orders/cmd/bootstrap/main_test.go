@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	samples "github.com/idemkit/idemkit/events"
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/internal/lambdatest"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
+	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 func TestMain(m *testing.M) {

@@ -1,0 +1,190 @@
+package pgstore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idemkit/idemkit/idempotent/storage"
+)
+
+// The store's statements are fixed SQL with $n parameters; only the table's
+// quoted name (Options.Schema, Options.Table) is put in when the Store is
+// built. Every operation is one statement, so one round trip, run by
+// PostgreSQL atomically; the ones that may refuse to write also read, in the
+// same statement, what refused them.
+
+// columns are the record's columns, in the order decodeRow reads them.
+const columns = "status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended"
+
+// recordVersion is storage.RecordVersion as an SQL literal: the only format
+// a claim takes over.
+var recordVersion = strconv.Itoa(storage.RecordVersion)
+
+// replaceable is storage.Record.Replaceable on the stored row r, for a claim
+// with fingerprint $6 at now ($9 truncated to seconds, $10 to
+// milliseconds). A NULL lease end compares as not lapsed: an INPROGRESS
+// record without one is never taken over.
+var replaceable = `r.expires_at < $9 OR (r.status = 'INPROGRESS' AND r.version = ` + recordVersion + ` AND r.lease <> '' ` +
+	`AND r.lease_expires_at < $10 AND (r.fingerprint = '' OR $6 = '' OR r.fingerprint = $6))`
+
+// resumable is storage.Record.Resumable on the stored row r.
+const resumable = `r.status = 'INPROGRESS' AND r.expires_at >= $9 AND r.fingerprint = $6`
+
+// claimSQL is Store.Claim's one statement. Parameters: $1 id, $2 status, $3
+// expires_at, $4 lease_expires_at, $5 lease, $6 fingerprint, $7 data, $8
+// version, $9 now (seconds), $10 now (milliseconds).
+//
+//   - old locks the stored row (FOR UPDATE), so that it is the latest
+//     version (READ COMMITTED: a locking read waits for a concurrent writer
+//     and reads what it committed) and stays so until the statement's
+//     transaction ends: what the claim decides on is what it replaces, and
+//     what a refused claim returns is the live record.
+//   - claim inserts the new record, or, on a conflict, replaces the stored
+//     one where the liveness rule allows (keeping its steps where the claim
+//     resumes it). Its source reads old, which makes old run first; it
+//     writes nothing over a record with the caller's own lease (a claim
+//     retried after a lost response: the record is the caller's already).
+//   - The outer SELECT returns one row: whether claim wrote (with the steps
+//     it kept, and whether it updated a row rather than inserting one: xmax
+//     is set on a row an upsert updated), and the old row.
+//
+// old finds nothing when the key's row was inserted by a transaction that
+// committed after the statement began (it is not in the statement's
+// snapshot); claim then meets that row as a conflict. If the claim is
+// refused there, no row explains why, and Store.Claim runs the statement
+// again (a new snapshot sees the row).
+func claimSQL(table string) string {
+	return `WITH old AS (
+	SELECT ` + columns + ` FROM ` + table + ` WHERE id = $1 FOR UPDATE
+), claim AS (
+	INSERT INTO ` + table + ` AS r (id, status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended)
+	SELECT $1::text, $2::text, $3::timestamptz, $4::timestamptz, $5::text, $6::text, $7::bytea, $8::integer, '{}', '{}', false
+	WHERE NOT EXISTS (SELECT FROM old WHERE old.lease = $5)
+	ON CONFLICT (id) DO UPDATE SET
+		status = excluded.status, expires_at = excluded.expires_at, lease_expires_at = excluded.lease_expires_at,
+		lease = excluded.lease, fingerprint = excluded.fingerprint, data = excluded.data, version = excluded.version,
+		step_names = CASE WHEN ` + resumable + ` THEN r.step_names ELSE '{}' END,
+		step_data = CASE WHEN ` + resumable + ` THEN r.step_data ELSE '{}' END,
+		suspended = false
+	WHERE ` + replaceable + `
+	RETURNING r.step_names, r.step_data, r.xmax::text <> '0' AS updated
+)
+SELECT claim.step_names IS NOT NULL, claim.step_names, claim.step_data, coalesce(claim.updated, false),
+	old.status IS NOT NULL, ` + prefixed("old.", columns) + `
+FROM (VALUES (1)) AS one (x) LEFT JOIN old ON true LEFT JOIN claim ON true`
+}
+
+// fencedResult is the tail of the fenced writes' statements: whether the
+// write happened (done), and, from the statement's snapshot, the row's
+// status and whether it carries the caller's lease $2 (NULL, NULL: no row).
+// It only explains a write that did not happen, for the error message and
+// to tell "gone" from "lost", so a concurrent change it cannot see is
+// harmless.
+func fencedResult(table string) string {
+	return `SELECT EXISTS (SELECT FROM done), cur.status, cur.lease = $2
+FROM (VALUES (1)) AS one (x) LEFT JOIN (SELECT status, lease FROM ` + table + ` WHERE id = $1) AS cur ON true`
+}
+
+// completeSQL is Store.Complete's statement (and Tx.Commit's, in the
+// handler's transaction): fenced by the lease alone, so a retried
+// completion succeeds again. $1 id, $2 lease, $3 status, $4 data (NULL for
+// none), $5 expires_at.
+func completeSQL(table string) string {
+	return `WITH done AS (
+	UPDATE ` + table + ` SET status = $3, data = $4, expires_at = $5, lease_expires_at = NULL,
+		step_names = '{}', step_data = '{}', suspended = false
+	WHERE id = $1 AND lease = $2 RETURNING 1
+)
+` + fencedResult(table)
+}
+
+// releaseSQL is Store.Release's statement. $1 id, $2 lease.
+func releaseSQL(table string) string {
+	return `WITH done AS (DELETE FROM ` + table + ` WHERE id = $1 AND lease = $2 RETURNING 1)
+` + fencedResult(table)
+}
+
+// suspendSQL is Store.Suspend's statement. $1 id, $2 lease, $3 lease end.
+func suspendSQL(table string) string {
+	return `WITH done AS (
+	UPDATE ` + table + ` SET lease_expires_at = $3, suspended = true
+	WHERE id = $1 AND lease = $2 AND status = 'INPROGRESS' RETURNING 1
+)
+` + fencedResult(table)
+}
+
+// fixedBytes is what a record's size counts for its fixed-width columns:
+// two timestamps, the version and the suspended flag.
+const fixedBytes = 8 + 8 + 4 + 1
+
+// sizeExpr is a row's size as recordSize counts it, in SQL (21 is
+// fixedBytes; TestSizeExprMatchesRecordSize holds them together).
+const sizeExpr = `octet_length(id) + octet_length(status) + octet_length(lease) + octet_length(fingerprint) + ` +
+	`coalesce(octet_length(data), 0) + (SELECT coalesce(sum(octet_length(n)), 0) FROM unnest(step_names) AS n) + ` +
+	`(SELECT coalesce(sum(octet_length(d)), 0) FROM unnest(step_data) AS d) + ` + "21"
+
+// appendStepSQL is Store.AppendStep's statement: the step is appended if
+// the record is INPROGRESS, carries the lease and fits with it. $1 id, $2
+// lease, $3 name, $4 data, $5 the step's size, $6 the limit. Its result
+// adds the row's size (from the snapshot) to fencedResult's.
+func appendStepSQL(table string) string {
+	return `WITH done AS (
+	UPDATE ` + table + ` SET step_names = step_names || $3::text, step_data = step_data || $4::bytea
+	WHERE id = $1 AND lease = $2 AND status = 'INPROGRESS' AND ` + sizeExpr + ` + $5::bigint <= $6::bigint RETURNING 1
+)
+SELECT EXISTS (SELECT FROM done), cur.status, cur.lease = $2, cur.size
+FROM (VALUES (1)) AS one (x) LEFT JOIN (SELECT status, lease, ` + sizeExpr + ` AS size FROM ` + table + ` WHERE id = $1) AS cur ON true`
+}
+
+// deleteExpiredSQL deletes up to $2 records expired at $1 (whole seconds),
+// the oldest first, skipping rows another transaction holds (a claim
+// replacing one): one short statement per batch, so a sweep never holds
+// many locks for long.
+func deleteExpiredSQL(table string) string {
+	return `DELETE FROM ` + table + ` WHERE expires_at < $1 AND id IN (
+	SELECT id FROM ` + table + ` WHERE expires_at < $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+)`
+}
+
+// prefixed puts p before each of the comma-separated names.
+func prefixed(p, names string) string {
+	parts := strings.Split(names, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quoteIdent quotes an SQL identifier (pgx.Identifier.Sanitize does the
+// same; written out here so that the statements are plain strings).
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), `"`, `""`) + `"`
+}
+
+// statements holds a Store's statements, built once in New.
+type statements struct {
+	claim, complete, release, suspend, appendStep, deleteExpired string
+	get, deleteAsRead, scan                                      string
+}
+
+func newStatements(table string) statements {
+	return statements{
+		claim:         claimSQL(table),
+		complete:      completeSQL(table),
+		release:       releaseSQL(table),
+		suspend:       suspendSQL(table),
+		appendStep:    appendStepSQL(table),
+		deleteExpired: deleteExpiredSQL(table),
+		get:           `SELECT ` + columns + ` FROM ` + table + ` WHERE id = $1`,
+		deleteAsRead: fmt.Sprintf(`WITH done AS (
+	DELETE FROM %[1]s WHERE id = $1 AND status = $2 AND expires_at = $3 AND lease_expires_at IS NOT DISTINCT FROM $4
+		AND lease = $5 AND fingerprint = $6 AND data IS NOT DISTINCT FROM $7 AND version = $8
+		AND step_names = $9 AND step_data = $10 AND suspended = $11
+	RETURNING 1
+)
+SELECT EXISTS (SELECT FROM done), EXISTS (SELECT FROM %[1]s WHERE id = $1)`, table),
+		scan: `SELECT id, ` + columns + ` FROM ` + table + `
+WHERE (id > $1 OR ($2 AND id = $1)) AND ($3 = '' OR status = $3) ORDER BY id LIMIT $4`,
+	}
+}
