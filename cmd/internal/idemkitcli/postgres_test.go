@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/idempotent/pgstore"
 	"github.com/idemkit/idemkit/cmd/internal/idemkitcli"
+	"github.com/idemkit/idemkit/idempotent/pgstore"
 )
 
 // postgresURL returns POSTGRES_URL, or skips (fails under IDEMKIT_REQUIRE_POSTGRES=1).
