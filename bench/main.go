@@ -201,6 +201,12 @@ func benchMain(args []string) error {
 			r.calls = runCalls(ctx, client, table, tmpl, c.CallsReps)
 		})
 	}
+	if c.runs(1) || c.runs(8) {
+		section("1 and 8. a handler write in the completion transaction", func() {
+			r.tx = runTx(ctx, client, tmpl, c.CallsReps) // bench/tx.go
+			r.calls = append(r.calls, r.tx.Calls...)
+		})
+	}
 
 	if c.runs(2) {
 		section("2. distance from the floor", func() {

@@ -42,6 +42,7 @@ type report struct {
 	redisFloor    []redisFloorResult
 	redisFloorErr string
 	capacity      []capacityRun
+	tx            txResult // bench/tx.go: §1's and §8's transaction rows
 	capacityErr   string
 
 	http    *httpResult // §9, never nil once the run began
@@ -973,6 +974,7 @@ func (r *report) writeCapacity(p func(string, ...any)) {
 			"in both.\n", diff, diff, 100*float64(diff)/1024, onDemand.WritePerMillion)
 	}
 	p("\n")
+	r.writeTx(p) // bench/tx.go
 }
 
 // attrDiff lists the attributes whose size differs between idemkit's

@@ -102,11 +102,16 @@ const (
 // GetItem only where a server does not return the old item.
 var (
 	idempotencyActions = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
-	// The payments function appends one ledger item per payment.
+	// The payments function appends one ledger item per payment: a
+	// conditional Put in the completion's TransactWriteItems, which IAM
+	// authorizes per action as PutItem (the completion in it as UpdateItem on
+	// the idempotency table). There is no TransactWriteItems action.
 	paymentsActions = []string{"dynamodb:PutItem"}
-	// The orders function reserves stock with one UpdateItem (ADD reserved
-	// :quantity, ADD its token to reservations), conditioned on the token
-	// not being there yet; a condition needs no other action.
+	// The orders function reserves stock with one Update (SET stock = stock -
+	// :qty ADD reserved :qty, conditioned on stock >= :qty) in the
+	// completion's TransactWriteItems, authorized as UpdateItem; a condition
+	// on the written item needs no other action (only a ConditionCheck
+	// action would need dynamodb:ConditionCheckItem).
 	inventoryActions = []string{"dynamodb:UpdateItem"}
 	// Writing to its own log group: the group exists (CloudFormation creates
 	// it), so logs:CreateLogGroup is not granted.

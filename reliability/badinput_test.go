@@ -226,7 +226,7 @@ func TestBadHTTPInput(t *testing.T) {
 func TestBadPaymentRequests(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), e.client, e.tables.Payments), e2e.PaymentsTimeout)
+	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), &payments.LocalProcessor{}, e.client, e.tables.Payments), e2e.PaymentsTimeout)
 	p := e2e.NewPersonalize()
 	tests := []struct {
 		name    string

@@ -252,7 +252,7 @@ func TestCorruptPaymentRecords(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	var seen outcomes
 	var paid atomic.Int32
-	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), e.client, e.tables.Payments,
+	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), &payments.LocalProcessor{}, e.client, e.tables.Payments,
 		seen.hook()), e2e.PaymentsTimeout)
 	for _, tt := range []struct {
 		name string

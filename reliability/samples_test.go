@@ -33,7 +33,7 @@ func TestPaymentsLedgerLostResponse(t *testing.T) {
 	// Was a bug: the retry failed its own condition, the handler answered 500 and
 	// released the key, and the client's retry recorded a second payment.
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
-	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
+	invoke := e2e.LocalInvoker(payments.New(dynamostore.New(e.client, e.tables.Idempotency), &payments.LocalProcessor{}, e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
 	ev, err := samples.HTTP(samples.PaymentNew)
 	require.NoError(t, err)
 	in, err := json.Marshal(e2e.NewPersonalize().Payment(ev))
@@ -66,6 +66,7 @@ func TestOrdersInventoryLostResponse(t *testing.T) {
 	e := newEnv(t, envOptions{attemptTimeout: 300 * time.Millisecond})
 	invoke := e2e.LocalInvoker(orders.New(dynamostore.New(e.client, e.tables.Idempotency), e.faulty, e.tables.Inventory), e2e.OrdersTimeout)
 	sku := "SKU-" + newKey(t)
+	require.NoError(t, e2e.DynamoState{Client: e.client, Tables: e.tables}.Restock(context.Background(), sku, 10), "the function reserves only what is in stock")
 	in, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1",
 		Body: fmt.Sprintf(`{"orderId":"o-%s","sku":%q,"quantity":3}`, newKey(t), sku)}}})
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ import (
 type payFn func(t *testing.T, ev events.APIGatewayV2HTTPRequest) httpResponse
 
 func paymentsOn(e *env, store *dynamostore.Store) payFn {
-	invoke := e2e.LocalInvoker(payments.New(store, e.client, e.tables.Payments), e2e.PaymentsTimeout)
+	invoke := e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, e.client, e.tables.Payments), e2e.PaymentsTimeout)
 	return func(t *testing.T, ev events.APIGatewayV2HTTPRequest) httpResponse {
 		t.Helper()
 		in, err := json.Marshal(ev)
@@ -144,7 +144,7 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 	var wg sync.WaitGroup
 	burst, err := json.Marshal(e2e.WithKey(withMarkers(samples.PaymentNew), key+"-burst"))
 	require.NoError(t, err)
-	invokePayments := e2e.LocalInvoker(payments.New(store, e.client, e.tables.Payments), e2e.PaymentsTimeout)
+	invokePayments := e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, e.client, e.tables.Payments), e2e.PaymentsTimeout)
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Add(1)
@@ -160,7 +160,7 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 
 	// A failing ledger: the handler's error is logged, not the request.
 	e.faults.arm("PutItem", throttling, -1)
-	failing := e2e.LocalInvoker(payments.New(store, e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
+	failing := e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
 	in, err := json.Marshal(e2e.WithKey(withMarkers(samples.PaymentNew), key+"-ledger-down"))
 	require.NoError(t, err)
 	out, err := failing(context.Background(), in)

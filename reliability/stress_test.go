@@ -145,7 +145,7 @@ type payJob struct {
 func stressPayments(t *testing.T, e *env, store *dynamostore.Store, run string) {
 	keys, workers := *stressKeys, *stressWorkers
 	var seen outcomes
-	invoke := e2e.LocalInvoker(payments.New(store, e.client, e.tables.Payments, seen.hook()), e2e.PaymentsTimeout)
+	invoke := e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, e.client, e.tables.Payments, seen.hook()), e2e.PaymentsTimeout)
 
 	sample, err := samples.HTTP(samples.PaymentNew)
 	require.NoError(t, err)

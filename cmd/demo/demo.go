@@ -40,6 +40,8 @@ type demo struct {
 	client *dynamodb.Client
 	tables localddb.Tables
 	store  *dynamostore.Store
+	// processor is the payments function's card processor: it counts charges.
+	processor *payments.LocalProcessor
 
 	payments func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	orders   func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
@@ -70,7 +72,8 @@ func newDemo(w io.Writer, client *dynamodb.Client, tables localddb.Tables) *demo
 	for _, fn := range []string{"payments", "orders"} {
 		d.metrics[fn] = emf.New(&d.emfLines, func(o *emf.Options) { o.Dimensions = map[string]string{"FunctionName": fn} })
 	}
-	d.payments = payments.New(d.store, client, tables.Payments, idempotent.WithOutcomeHook(d.hook("payments")))
+	d.processor = &payments.LocalProcessor{}
+	d.payments = payments.New(d.store, d.processor, client, tables.Payments, idempotent.WithOutcomeHook(d.hook("payments")))
 	d.orders = orders.New(d.store, client, tables.Inventory, idempotent.WithOutcomeHook(d.hook("orders")))
 	return d
 }

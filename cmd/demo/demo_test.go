@@ -56,20 +56,26 @@ func TestDemo(t *testing.T) {
 		`response {"batchItemFailures":[{"itemIdentifier":"4421584500000000017450539091"}]}`,
 		`redelivered from B: B, A refunded, C      → response {"batchItemFailures":[]}`,
 		"receipts sent: A 1, B 1, C 1",
+		"crash after the charge, before completing → 503; retry: 409 in-progress",
+		"executed: took over",
+		"a slow owner, its lease taken over        → 409 in-progress",
+		"SKU-GOLD-PEN ×2, 1 in stock               → batchItemFailures: 9d2c7e41",
 	} {
 		assert.Contains(t, text, want)
 	}
 	// What is not self-evident is explained where it is printed: step 9's
-	// crash (and why it counts as store_error), its moved clock, fencing,
-	// and each outcome of the summary that needs a reason.
+	// crash (and why it counts as store_error), its moved clock, step 10's
+	// fencing, and each outcome of the summary that needs a reason.
 	for _, want := range []string{
 		"the crash is simulated", "reports store_error (a real crash reports nothing)",
 		"retry, clock moved 1 minute on", "(idempotent.WithClock), past the dead owner's lease",
-		"a fenced writer", "fail the lease check (lease_lost)",
+		"a fenced writer", "fails the lease check (lease_lost)",
 		"executed     includes step 6's 400s",
-		"in_progress  steps 3, 9, 13: duplicates while the key's owner ran",
+		"in_progress  steps 3, 9, 15: duplicates while the key's owner ran",
 		"store_error  step 9: the simulated crash",
-		"rejected     steps 5, 7, 10, 11, 15: refused before any claim",
+		"lease_lost   step 10: a fenced writer",
+		"handler_error step 13: the handler's writes did not commit",
+		"rejected     steps 5, 7, 11, 12, 17: refused before any claim",
 	} {
 		assert.Contains(t, text, want, "the demo explains itself")
 	}
@@ -86,7 +92,7 @@ func TestDemo(t *testing.T) {
 func TestWebScene(t *testing.T) {
 	client := localddbtest.Client(t)
 	d := newDemo(io.Discard, client, localddbtest.Tables(t, client))
-	require.NoError(t, d.webStory(t.Context(), 12))
+	require.NoError(t, d.webStory(t.Context(), 14))
 	assert.Zero(t, d.failed, "no step turned out unexpectedly")
 
 	a := d.web.answers
@@ -122,6 +128,28 @@ func TestWebScene(t *testing.T) {
 		ids = append(ids, it.PaymentID)
 	}
 	assert.ElementsMatch(t, []string{a["new"].payment.PaymentID, a["first"].payment.PaymentID}, ids)
+}
+
+// TestTransactionScenes runs the three transaction scenes alone: a crash
+// after the charge resumes without charging again, a stale owner's ledger row
+// is discarded with its lease, a failed stock condition commits nothing.
+func TestTransactionScenes(t *testing.T) {
+	client := localddbtest.Client(t)
+	var out bytes.Buffer
+	d := newDemo(&out, client, localddbtest.Tables(t, client))
+	for i, scene := range []func(context.Context) error{d.crashAfterCharge, d.staleOwner, d.outOfStock} {
+		d.begin(i + 1)
+		require.NoError(t, scene(t.Context()))
+	}
+	t.Log("\n" + out.String())
+	assert.Zero(t, d.failed, "no scene turned out unexpectedly")
+	assert.Equal(t, 2, d.processor.Charges(), "one charge per payment, crash and takeover included")
+	ledger, err := localddb.Scan[payments.LedgerItem](t.Context(), client, d.tables.Payments)
+	require.NoError(t, err)
+	assert.Len(t, ledger, 2, "one row per payment")
+	for _, why := range []string{"why: the charge step was answered from the record", "why: its commit was fenced on its lease", "why: stock >= :qty failed"} {
+		assert.Contains(t, out.String(), why)
+	}
 }
 
 func tableNames(t *testing.T, client *dynamodb.Client) []string {

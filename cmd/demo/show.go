@@ -93,10 +93,10 @@ func (d *demo) show(ctx context.Context) error {
 // from and its reason.
 var outcomeReasons = map[idempotent.Outcome]string{
 	idempotent.OutcomeInProgress:   "duplicates while the key's owner ran (or, dead, still held its lease): 409 with Retry-After, or back to SQS",
-	idempotent.OutcomeStoreError:   "the simulated crash (a store that fails the completion); a real crash reports nothing",
+	idempotent.OutcomeStoreError:   "the simulated crash (a client that never sends the transaction); a real crash reports nothing",
 	idempotent.OutcomeRejected:     "refused before any claim, nothing stored: no Idempotency-Key, not JSON, not a valid order",
-	idempotent.OutcomeLeaseLost:    "a fenced writer: its lease had been taken over, so its completion was refused",
-	idempotent.OutcomeHandlerError: "the handler failed: its record was released, so a retry runs it again",
+	idempotent.OutcomeLeaseLost:    "a fenced writer: its lease had been taken over, so its commit (completion and ledger row) was refused",
+	idempotent.OutcomeHandlerError: "the handler's writes did not commit (out of stock): its record was released, so a retry runs it again",
 }
 
 // stepList formats a set of step numbers: "step 9", "steps 3, 9, 13".

@@ -8,12 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/localddb"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
@@ -27,7 +25,7 @@ func (d *demo) story(ctx context.Context) error {
 	fmt.Fprintln(d.w, "\nPayments API: POST /payments with an Idempotency-Key header (API Gateway HTTP API v2 events)")
 	for i, step := range []func(context.Context) error{
 		d.newPayment, d.replay, d.concurrentDuplicates, d.differentBody, d.missingKey,
-		d.invalidBodies, d.malformedJSON, d.secondCaller, d.crashAndTakeover,
+		d.invalidBodies, d.malformedJSON, d.secondCaller, d.crashAfterCharge, d.staleOwner,
 	} {
 		d.begin(i + 1)
 		if err := step(ctx); err != nil {
@@ -35,24 +33,33 @@ func (d *demo) story(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintln(d.w, "\nOrders consumer: SQS batches, idempotent per orderId, partial batch responses")
+	for _, sku := range []string{"SKU-RED-MUG", "SKU-BLUE-CAP"} {
+		if err := d.restock(ctx, sku, 100); err != nil {
+			return err
+		}
+	}
 	for _, step := range []struct {
 		n    int
 		file string
 		what string
 		want map[string]int64
 	}{
-		{10, samples.OrdersBatch, "batch: duplicate order, 2 bad messages", map[string]int64{"SKU-RED-MUG": 2, "SKU-BLUE-CAP": 1}},
-		{11, samples.OrdersRedelivery, "the batch redelivered, plus a new order", map[string]int64{"SKU-RED-MUG": 3, "SKU-BLUE-CAP": 1}},
+		{11, samples.OrdersBatch, "batch: duplicate order, 2 bad messages", map[string]int64{"SKU-RED-MUG": 2, "SKU-BLUE-CAP": 1}},
+		{12, samples.OrdersRedelivery, "the batch redelivered, plus a new order", map[string]int64{"SKU-RED-MUG": 3, "SKU-BLUE-CAP": 1}},
 	} {
 		d.begin(step.n)
 		if err := d.batch(ctx, step.file, step.what, step.want); err != nil {
 			return err
 		}
 	}
-	if err := d.webStory(ctx, 12); err != nil {
+	d.begin(13)
+	if err := d.outOfStock(ctx); err != nil {
 		return err
 	}
-	return d.receiptsStory(ctx, 16) // the receipts function on the payments table's stream (receipts.go)
+	if err := d.webStory(ctx, 14); err != nil {
+		return err
+	}
+	return d.receiptsStory(ctx, 18) // the receipts function on the payments table's stream (receipts.go)
 }
 
 func (d *demo) newPayment(ctx context.Context) error {
@@ -209,68 +216,6 @@ func (d *demo) secondCaller(ctx context.Context) error {
 	d.line("another caller (JWT sub), same key+body", a.String(),
 		a.status == 201 && !a.replayed && a.payment.PaymentID != d.firstPay)
 	d.detail("keys are scoped to the caller: no replay of someone else's payment")
-	return nil
-}
-
-// crashingStore loses completions, as if the process died between the side
-// effect and the completion: the record stays in progress until its lease
-// ends.
-type crashingStore struct{ storage.Store }
-
-// Complete fails without writing: the process "died" first.
-func (crashingStore) Complete(context.Context, storage.Record) error {
-	return errors.New("demo: the process crashed")
-}
-
-func (d *demo) crashAndTakeover(ctx context.Context) error {
-	ev := withKey(sample(samples.PaymentNew), freshKey())
-	crashed := payments.New(crashingStore{d.store}, d.client, d.tables.Payments,
-		idempotent.WithOutcomeHook(d.hook("payments")))
-	first, err := d.payWith(ctx, crashed, ev)
-	if err != nil {
-		return err
-	}
-	busy, err := d.pay(ctx, ev)
-	if err != nil {
-		return err
-	}
-	d.line("crash after the ledger write; retry", busy.String(), busy.status == 409)
-	d.detail("the crash is simulated: a store that fails the completion stands in for a process")
-	d.detail("that died, so that invocation reports store_error (a real crash reports nothing)")
-	d.detail("the dead owner's lease lasts until its deadline: function timeout + 2 s = %.0f s", (paymentsTimeout + 2*time.Second).Seconds())
-
-	// A minute later: a fresh process whose clock is past the lease.
-	later := func() time.Time { return time.Now().Add(time.Minute) }
-	restarted := payments.New(d.store, d.client, d.tables.Payments,
-		idempotent.WithOutcomeHook(d.hook("payments")), idempotent.WithClock(later))
-	a, err := d.payWith(ctx, restarted, ev)
-	if err != nil {
-		return err
-	}
-	tookOver := slices.ContainsFunc(d.outcomes(), func(e idempotent.Event) bool { return e.TookOver })
-
-	items, err := localddb.Scan[payments.LedgerItem](ctx, d.client, d.tables.Payments)
-	if err != nil {
-		return err
-	}
-	var key string
-	var payments int
-	for _, it := range items {
-		if it.PaymentID == a.payment.PaymentID {
-			key = it.ProcessorKey
-			payments++
-		}
-	}
-	d.line("retry, clock moved 1 minute on", a.String()+" again: took over",
-		a.status == 201 && !a.replayed && tookOver && payments == 1 && a.payment.PaymentID == first.payment.PaymentID)
-	d.detail("the demo does not wait: this retry's engine has a clock 1 minute ahead")
-	d.detail("(idempotent.WithClock), past the dead owner's lease, so it takes the record over")
-	d.detail("a fenced writer: had the first owner been slow, not dead, its late completion would")
-	d.detail("now fail the lease check (lease_lost) instead of overwriting the new owner's record")
-	if payments == 1 && len(key) >= 12 {
-		d.detail("idempotent ≠ exactly-once: the handler ran twice, but its paymentId comes from")
-		d.detail("the downstream key (processorKey %s…), so the ledger kept 1 payment", key[:12])
-	}
 	return nil
 }
 

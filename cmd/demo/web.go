@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
@@ -25,7 +24,7 @@ import (
 type web struct {
 	url    string
 	client *http.Client
-	gate   *gatedLedger
+	gate   *armedProcessor
 	newKey string // the key of the first step
 	// answers holds each request's answer by name, for the test.
 	answers map[string]answer
@@ -34,23 +33,23 @@ type web struct {
 	added map[string]int
 }
 
-// gatedLedger holds the next PutItem, once armed, until released: the first
-// request of the concurrent step is then still running, deterministically.
-type gatedLedger struct {
-	payments.Ledger
+// armedProcessor holds the next charge, once armed, until released: the
+// first of the concurrent requests is held there while the others arrive.
+type armedProcessor struct {
+	payments.Processor
 	mu               sync.Mutex
 	entered, release chan struct{}
 }
 
-// arm makes the next PutItem close entered and wait for release.
-func (g *gatedLedger) arm() (entered, release chan struct{}) {
+// arm makes the next Charge close entered and wait for release.
+func (g *armedProcessor) arm() (entered, release chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.entered, g.release = make(chan struct{}), make(chan struct{})
 	return g.entered, g.release
 }
 
-func (g *gatedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+func (g *armedProcessor) Charge(ctx context.Context, key string, req payments.ChargeRequest) (payments.Charge, error) {
 	g.mu.Lock()
 	entered, release := g.entered, g.release
 	g.entered, g.release = nil, nil
@@ -60,19 +59,19 @@ func (g *gatedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, op
 		select {
 		case <-release:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return payments.Charge{}, ctx.Err()
 		}
 	}
-	return g.Ledger.PutItem(ctx, in, optFns...)
+	return g.Processor.Charge(ctx, key, req)
 }
 
 // webStory serves the payments API on 127.0.0.1:0 for the length of the
 // scene and drives it with a real http.Client.
 func (d *demo) webStory(ctx context.Context, first int) error {
-	d.web = &web{gate: &gatedLedger{Ledger: d.client}, answers: map[string]answer{}, added: map[string]int{}}
+	d.web = &web{gate: &armedProcessor{Processor: d.processor}, answers: map[string]answer{}, added: map[string]int{}}
 	idem := nethttp.Middleware(payments.Engine(d.store, idempotent.WithOutcomeHook(d.hook("payments"))))
 	mux := http.NewServeMux()
-	mux.Handle("POST "+payments.Path, idem(payments.NewHTTPHandler(d.web.gate, d.tables.Payments)))
+	mux.Handle("POST "+payments.Path, idem(payments.NewHTTPHandler(d.web.gate, d.client, d.tables.Payments)))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -216,7 +215,7 @@ func (d *demo) webConcurrent(ctx context.Context) error {
 	}
 	d.line(fmt.Sprintf("%d duplicates while the first is running", dups),
 		fmt.Sprintf("%d× 409 in-progress (Retry-After: %s)", conflicts, retryAfter), held && conflicts == dups)
-	d.detail("the first was held at its ledger write by a gate, then released:")
+	d.detail("the first was held at its charge by a gate, then released:")
 	d.detail("first request → %s", first.a)
 	if !(first.a.status == 201 && !first.a.replayed) {
 		d.line("the first request", first.a.String(), false)

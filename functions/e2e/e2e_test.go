@@ -29,7 +29,7 @@ func TestMemory(t *testing.T) {
 	tables := &e2e.MemoryTables{Delay: 5 * time.Millisecond}
 	ordersFn := e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout)
 	e2e.Run(t, e2e.Target{
-		Payments: e2e.LocalInvoker(payments.New(store, tables, "payments"), e2e.PaymentsTimeout),
+		Payments: e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, tables, "payments"), e2e.PaymentsTimeout),
 		Orders:   ordersFn,
 		State:    tables,
 		Queue:    localQueue(t, ordersFn),
@@ -46,7 +46,7 @@ func TestDynamoDBLocal(t *testing.T) {
 	store := dynamostore.New(client, tables.Idempotency)
 	ordersFn := e2e.LocalInvoker(orders.New(store, client, tables.Inventory), e2e.OrdersTimeout)
 	e2e.Run(t, e2e.Target{
-		Payments: e2e.LocalInvoker(payments.New(store, client, tables.Payments), e2e.PaymentsTimeout),
+		Payments: e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, client, tables.Payments), e2e.PaymentsTimeout),
 		Orders:   ordersFn,
 		State:    e2e.DynamoState{Client: client, Tables: tables},
 		Queue:    localQueue(t, ordersFn),

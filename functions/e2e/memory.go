@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 
 // MemoryTables stands in for the payments and inventory tables in process:
 // it implements payments.Ledger, orders.Inventory and State, understanding
-// exactly the writes the two functions make (a PutItem of a ledger item
-// conditioned on attribute_not_exists, an UpdateItem that ADDs one number).
+// exactly the writes the two functions make without a transaction (a PutItem
+// of a ledger item, an UpdateItem that reserves stock).
 // The zero value is ready to use; it is safe for concurrent use.
 type MemoryTables struct {
 	// Delay, when positive, is how long every write takes, so duplicates
@@ -37,8 +36,9 @@ type MemoryTables struct {
 
 	mu        sync.Mutex
 	ledger    []payments.LedgerItem
-	inventory map[string]int64
-	tokens    map[string]bool // reservation tokens applied
+	inventory map[string]int64 // reserved, by SKU
+	stock     map[string]int64 // by SKU
+	tokens    map[string]bool  // reservation tokens applied
 }
 
 var (
@@ -72,7 +72,9 @@ func (m *MemoryTables) before(ctx context.Context, op string) error {
 	return nil
 }
 
-// PutItem implements payments.Ledger.
+// PutItem implements payments.Ledger: it understands the payments
+// function's write, conditioned on the payment ID being free or holding the
+// same charge (which it leaves as it is).
 func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if err := m.before(ctx, "PutItem"); err != nil {
 		return nil, err
@@ -84,63 +86,79 @@ func (m *MemoryTables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, old := range m.ledger {
-		if old.PaymentID == item.PaymentID {
-			ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
-			if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
-				av, err := attributevalue.MarshalMap(old)
-				if err != nil {
-					return nil, err
-				}
-				ccf.Item = av
-			}
-			return nil, ccf
+		if old.PaymentID != item.PaymentID {
+			continue
 		}
+		if old.ChargeID == item.ChargeID {
+			return &dynamodb.PutItemOutput{}, m.after("PutItem")
+		}
+		ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		if in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+			av, err := attributevalue.MarshalMap(old)
+			if err != nil {
+				return nil, err
+			}
+			ccf.Item = av
+		}
+		return nil, ccf
 	}
 	m.ledger = append(m.ledger, item)
 	return &dynamodb.PutItemOutput{}, m.after("PutItem")
 }
 
 // UpdateItem implements orders.Inventory: it understands the orders
-// function's update, which ADDs a quantity and a one-token set, conditioned
-// on the token not having been applied yet.
+// function's reservation without a transaction (take :qty from stock, add it
+// to reserved, add the order's token), conditioned on the stock covering
+// :qty and the token not having been applied yet.
 func (m *MemoryTables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if err := m.before(ctx, "UpdateItem"); err != nil {
 		return nil, err
 	}
 	sku, ok := in.Key["sku"].(*types.AttributeValueMemberS)
-	if !ok || in.UpdateExpression == nil || !strings.HasPrefix(*in.UpdateExpression, "ADD ") {
-		return nil, fmt.Errorf("e2e: MemoryTables understands only the orders function's ADD update")
+	qtyAV, okQty := in.ExpressionAttributeValues[":qty"].(*types.AttributeValueMemberN)
+	tokenAV, okToken := in.ExpressionAttributeValues[":tokenValue"].(*types.AttributeValueMemberS)
+	if !ok || !okQty || !okToken {
+		return nil, fmt.Errorf("e2e: MemoryTables understands only the orders function's reservation")
 	}
-	var n int64
-	var token string
-	for _, v := range in.ExpressionAttributeValues {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberN:
-			var err error
-			if n, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
-				return nil, fmt.Errorf("e2e: ADD %q: %w", v.Value, err)
-			}
-		case *types.AttributeValueMemberSS:
-			if len(v.Value) == 1 {
-				token = v.Value[0]
-			}
-		}
+	n, err := strconv.ParseInt(qtyAV.Value, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("e2e: :qty %q: %w", qtyAV.Value, err)
 	}
-	if token == "" {
-		return nil, fmt.Errorf("e2e: the orders update carries no reservation token")
-	}
+	token := tokenAV.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.inventory == nil {
-		m.inventory = make(map[string]int64)
-		m.tokens = make(map[string]bool)
-	}
-	if m.tokens[token] {
-		return nil, &types.ConditionalCheckFailedException{Message: new(string)}
+	m.init()
+	if m.tokens[token] || m.stock[sku.Value] < n {
+		ccf := &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+		if m.tokens[token] && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+			ccf.Item = map[string]types.AttributeValue{orders.ReservationsAttr: &types.AttributeValueMemberSS{Value: []string{token}}}
+		}
+		return nil, ccf
 	}
 	m.tokens[token] = true
+	m.stock[sku.Value] -= n
 	m.inventory[sku.Value] += n
 	return &dynamodb.UpdateItemOutput{}, m.after("UpdateItem")
+}
+
+func (m *MemoryTables) init() {
+	if m.inventory == nil {
+		m.inventory = make(map[string]int64)
+		m.stock = make(map[string]int64)
+		m.tokens = make(map[string]bool)
+	}
+}
+
+// Restock implements State.
+func (m *MemoryTables) Restock(_ context.Context, sku string, units int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	m.stock[sku] += units
+	if _, ok := m.inventory[sku]; !ok {
+		m.inventory[sku] = 0
+	}
+	return nil
 }
 
 // Ledger implements State.
@@ -156,7 +174,7 @@ func (m *MemoryTables) Inventory(context.Context) ([]orders.InventoryItem, error
 	defer m.mu.Unlock()
 	out := make([]orders.InventoryItem, 0, len(m.inventory))
 	for sku, n := range m.inventory {
-		out = append(out, orders.InventoryItem{SKU: sku, Reserved: n})
+		out = append(out, orders.InventoryItem{SKU: sku, Stock: m.stock[sku], Reserved: n})
 	}
 	return out, nil
 }

@@ -62,10 +62,23 @@ func Run(t *testing.T, target Target) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout+sc.extra)
 			defer cancel()
-			sc.run(t, &scenario{Target: target, ctx: ctx, p: NewPersonalize()})
+			s := &scenario{Target: target, ctx: ctx, p: NewPersonalize()}
+			// The orders function reserves only what is in stock.
+			for _, sku := range sampleSKUs {
+				require.NoError(t, target.State.Restock(ctx, s.p.SKU(sku), SampleStock), "restock %s", sku)
+			}
+			sc.run(t, s)
 		})
 	}
 }
+
+// The sample events' SKUs, each given SampleStock units (personalized)
+// before a scenario runs.
+var sampleSKUs = []string{"SKU-RED-MUG", "SKU-BLUE-CAP"}
+
+// SampleStock is the stock the suite gives each sample SKU of a run: more
+// than every scenario reserves.
+const SampleStock = 1000
 
 // scenario is one subtest's view of the target.
 type scenario struct {
@@ -335,7 +348,7 @@ func (s *scenario) reserved(t *testing.T) map[string]int64 {
 	items, err := s.State.Inventory(s.ctx)
 	require.NoError(t, err)
 	out := map[string]int64{}
-	for _, sku := range []string{"SKU-RED-MUG", "SKU-BLUE-CAP"} {
+	for _, sku := range sampleSKUs {
 		for _, it := range items {
 			if it.SKU == s.p.SKU(sku) {
 				out[sku] = it.Reserved

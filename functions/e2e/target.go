@@ -3,10 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/functions/payments"
@@ -23,6 +27,8 @@ type State interface {
 	Ledger(ctx context.Context) ([]payments.LedgerItem, error)
 	// Inventory returns every item of the inventory table.
 	Inventory(ctx context.Context) ([]orders.InventoryItem, error)
+	// Restock adds units to a SKU's stock, creating its item if need be.
+	Restock(ctx context.Context, sku string, units int64) error
 }
 
 // Target is a deployment of the sample functions the suite runs against.
@@ -93,4 +99,19 @@ func (s DynamoState) Ledger(ctx context.Context) ([]payments.LedgerItem, error) 
 // Inventory implements State.
 func (s DynamoState) Inventory(ctx context.Context) ([]orders.InventoryItem, error) {
 	return localddb.Scan[orders.InventoryItem](ctx, s.Client, s.Tables.Inventory)
+}
+
+// Restock implements State: one UpdateItem (ADD stock :units).
+func (s DynamoState) Restock(ctx context.Context, sku string, units int64) error {
+	_, err := s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.Tables.Inventory,
+		Key:                       map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: sku}},
+		UpdateExpression:          aws.String("ADD #stock :units"),
+		ExpressionAttributeNames:  map[string]string{"#stock": orders.StockAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":units": &types.AttributeValueMemberN{Value: strconv.FormatInt(units, 10)}},
+	})
+	if err != nil {
+		return fmt.Errorf("e2e: restock %s: %w", sku, err)
+	}
+	return nil
 }

@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/sqsbatch"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
@@ -91,17 +94,47 @@ func checkID(s string) error {
 type InventoryItem struct {
 	// SKU is the partition key.
 	SKU string `json:"sku" dynamodbav:"sku"`
+	// Stock is the number of units left to reserve. An order reserves only
+	// while Stock covers its quantity; an SKU without an item (or without
+	// stock) has none.
+	Stock int64 `json:"stock" dynamodbav:"stock"`
 	// Reserved is the total quantity reserved by processed orders.
 	Reserved int64 `json:"reserved" dynamodbav:"reserved"`
 }
 
 // The inventory item's attributes the function writes.
 const (
+	// StockAttr is the number of units left to reserve.
+	StockAttr = "stock"
 	// ReservedAttr is the number of units reserved for the SKU.
 	ReservedAttr = "reserved"
 	// ReservationsAttr is the set of tokens of the reservations applied, one
-	// per order, so a repeated write applies once.
+	// per order, so a repeated write applies once. Only a run without a
+	// transaction (over a store other than dynamostore) writes it.
 	ReservationsAttr = "reservations"
+)
+
+// ErrOutOfStock: the SKU's stock does not cover the order's quantity, so
+// nothing was reserved. Over a store without transactions the function
+// returns it; in a transaction, DynamoDB's cancellation says the same (a
+// *dynamostore.TxCanceledError naming the inventory item and
+// ConditionalCheckFailed).
+var ErrOutOfStock = errors.New("orders: out of stock")
+
+// The reservation: one conditional update of the SKU's item. In the
+// completion's transaction it applies once while the record lives; without a
+// transaction it also adds the order's token, and its condition refuses a
+// token already applied.
+const (
+	reserveUpdate         = "SET #stock = #stock - :qty ADD #reserved :qty"
+	reserveCondition      = "#stock >= :qty"
+	reserveUpdateToken    = "SET #stock = #stock - :qty ADD #reserved :qty, #reservations :token"
+	reserveConditionToken = "#stock >= :qty AND (attribute_not_exists(#reservations) OR NOT contains(#reservations, :tokenValue))"
+)
+
+var (
+	reserveNames      = map[string]string{"#stock": StockAttr, "#reserved": ReservedAttr}
+	reserveNamesToken = map[string]string{"#stock": StockAttr, "#reserved": ReservedAttr, "#reservations": ReservationsAttr}
 )
 
 // reservationToken is "r" and the order's downstream key, the same for
@@ -146,41 +179,44 @@ func newReserver(inventory Inventory, table string) *reserver {
 	return &reserver{inventory: inventory, table: table}
 }
 
-// reserve adds the order's quantity to its SKU's reserved count. ADD alone
-// is not idempotent, so the write carries a reservation token, added to the
-// item's reservations set in the same update and checked by its condition:
-// a write that finds its token has already been applied. The token is the
-// order's downstream key (idempotent.DownstreamKey), the same for every run
-// of the order, so the reservation applies once whether the write is
-// repeated by an SDK retry after a lost response, by the redelivery of a
-// message whose write landed but answered an error (its key was released),
-// or by a run after a takeover. (A sample's shortcut: the set grows by one
-// token per order; a real inventory would keep reservations as items.)
-// A failure makes the message a batch item failure and releases its key, so
-// SQS redelivers it and it runs again.
+// reserve takes the order's quantity from its SKU's stock and adds it to
+// the SKU's reserved count, with one update conditioned on the stock
+// covering the quantity. Over a dynamostore.Store the update joins the
+// completion's transaction (dynamostore.Transaction): the reservation and
+// the record's completion commit together or not at all, so it applies once
+// while the record lives, and a run that loses its lease or dies reserves
+// nothing. A stock that does not cover the quantity cancels the transaction:
+// nothing commits, the key is released, and the message is a batch item
+// failure (see the package's doc).
+//
+// Over a store without transactions (the memory store of tests) the update is
+// an UpdateItem of its own, which also adds a reservation token, the order's
+// downstream key, the same for every run of the order: a write repeated by an
+// SDK retry, a redelivery or a takeover finds its token and reserves nothing
+// more. (A sample's shortcut: that set grows by one token per order.)
 func (r *reserver) reserve(ctx context.Context, o Order) error {
-	token := reservationToken(ctx)
-	update, err := expression.NewBuilder().
-		WithUpdate(expression.
-			Add(expression.Name(ReservedAttr), expression.Value(o.Quantity)).
-			Add(expression.Name(ReservationsAttr), expression.Value(&types.AttributeValueMemberSS{Value: []string{token}}))).
-		WithCondition(expression.Or(
-			expression.AttributeNotExists(expression.Name(ReservationsAttr)),
-			expression.Not(expression.Contains(expression.Name(ReservationsAttr), token)))).
-		Build()
-	if err != nil {
-		return fmt.Errorf("orders: build update: %w", err)
-	}
-	_, err = r.inventory.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &r.table,
-		Key:                       map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: o.SKU}},
-		UpdateExpression:          update.Update(),
-		ConditionExpression:       update.Condition(),
-		ExpressionAttributeNames:  update.Names(),
-		ExpressionAttributeValues: update.Values(),
-	})
-	var applied *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &applied) {
+	key := map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: o.SKU}}
+	qty := &types.AttributeValueMemberN{Value: strconv.Itoa(o.Quantity)}
+	tx, err := dynamostore.Transaction(ctx)
+	switch {
+	case err == nil:
+		err := tx.Add(types.TransactWriteItem{Update: &types.Update{
+			TableName:                           &r.table,
+			Key:                                 key,
+			UpdateExpression:                    aws.String(reserveUpdate),
+			ConditionExpression:                 aws.String(reserveCondition),
+			ExpressionAttributeNames:            reserveNames,
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":qty": qty},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+		if err != nil {
+			return fmt.Errorf("orders: reserve stock: %w", err)
+		}
+	case errors.Is(err, idempotent.ErrNoTx):
+		if err := r.reserveAlone(ctx, key, qty); err != nil {
+			return err
+		}
+	default:
 		return fmt.Errorf("orders: reserve stock: %w", err)
 	}
 	msg, _ := sqsbatch.MessageFromContext(ctx)
@@ -190,5 +226,36 @@ func (r *reserver) reserve(ctx context.Context, o Order) error {
 		slog.String("sku", o.SKU),
 		slog.Int("quantity", o.Quantity),
 		slog.Bool("took_over", inv.TookOver))
+	return nil
+}
+
+// reserveAlone is the reservation as an UpdateItem of its own, with the
+// order's token: a failed condition whose item holds the token was this
+// order's earlier write; otherwise the stock did not cover the quantity.
+func (r *reserver) reserveAlone(ctx context.Context, key map[string]types.AttributeValue, qty types.AttributeValue) error {
+	token := reservationToken(ctx)
+	_, err := r.inventory.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &r.table,
+		Key:                      key,
+		UpdateExpression:         aws.String(reserveUpdateToken),
+		ConditionExpression:      aws.String(reserveConditionToken),
+		ExpressionAttributeNames: reserveNamesToken,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":qty":        qty,
+			":token":      &types.AttributeValueMemberSS{Value: []string{token}},
+			":tokenValue": &types.AttributeValueMemberS{Value: token},
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &failed):
+		if tokens, ok := failed.Item[ReservationsAttr].(*types.AttributeValueMemberSS); ok && slices.Contains(tokens.Value, token) {
+			return nil // applied by an earlier write of this order
+		}
+		return ErrOutOfStock
+	case err != nil:
+		return fmt.Errorf("orders: reserve stock: %w", err)
+	}
 	return nil
 }

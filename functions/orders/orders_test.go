@@ -67,14 +67,25 @@ func reserved(t *testing.T, tables *e2e.MemoryTables) map[string]int64 {
 	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, it := range items {
-		out[it.SKU] = it.Reserved
+		if it.Reserved != 0 {
+			out[it.SKU] = it.Reserved
+		}
 	}
 	return out
+}
+
+// restock gives each SKU 100 units.
+func restock(t *testing.T, tables *e2e.MemoryTables, skus ...string) {
+	t.Helper()
+	for _, sku := range skus {
+		require.NoError(t, tables.Restock(t.Context(), sku, 100))
+	}
 }
 
 func TestDecoding(t *testing.T) {
 	t.Parallel()
 	tables := &e2e.MemoryTables{}
+	restock(t, tables, "A")
 	handler := orders.New(idempotent.NewMemoryStore(), tables, "inventory")
 	resp, err := handler(t.Context(), events.SQSEvent{Records: []events.SQSMessage{
 		msg("ok", `{"orderId":"o-1","sku":"A","quantity":2,"note":"producers may add fields"}`),
@@ -101,6 +112,7 @@ func TestInventoryFailure(t *testing.T) {
 		}
 		return nil
 	}}
+	restock(t, tables, "A", "B")
 	handler := orders.New(idempotent.NewMemoryStore(), tables, "inventory")
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		msg("m1", `{"orderId":"o-1","sku":"A","quantity":1}`),
@@ -133,6 +145,7 @@ func TestUnknownWriteOutcomeReservesOnce(t *testing.T) {
 		}
 		return nil
 	}}
+	restock(t, inventory, "A")
 	handler := orders.New(idempotent.NewMemoryStore(), inventory, "inventory")
 	batch := events.SQSEvent{Records: []events.SQSMessage{msg("m1", `{"orderId":"o-1","sku":"A","quantity":2}`)}}
 
@@ -148,6 +161,7 @@ func TestUnknownWriteOutcomeReservesOnce(t *testing.T) {
 func TestSamples(t *testing.T) {
 	t.Parallel()
 	tables := &e2e.MemoryTables{}
+	restock(t, tables, "SKU-RED-MUG", "SKU-BLUE-CAP")
 	handler := orders.New(idempotent.NewMemoryStore(), tables, "inventory")
 	for _, tt := range []struct {
 		name string
@@ -163,6 +177,29 @@ func TestSamples(t *testing.T) {
 		assert.Equal(t, []string{"3e7c9f4b-0d5a-4b1c-8e6f-8a9b0c1d2e34", "4f8d0a5c-1e6b-4c2d-9f7a-9b0c1d2e3f45"}, failures(resp), tt.name)
 		assert.Equal(t, tt.want, reserved(t, tables), tt.name)
 	}
+}
+
+// TestOutOfStock: an order its SKU's stock does not cover reserves nothing
+// and fails its message, every time it is delivered (SQS then moves it to
+// the dead-letter queue); an order the stock covers is reserved.
+func TestOutOfStock(t *testing.T) {
+	t.Parallel()
+	tables := &e2e.MemoryTables{}
+	require.NoError(t, tables.Restock(t.Context(), "A", 2))
+	handler := orders.New(idempotent.NewMemoryStore(), tables, "inventory")
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		msg("big", `{"orderId":"o-1","sku":"A","quantity":3}`),
+		msg("none", `{"orderId":"o-2","sku":"Z","quantity":1}`),
+		msg("fits", `{"orderId":"o-3","sku":"A","quantity":2}`),
+	}}
+	for range 2 {
+		resp, err := handler(t.Context(), batch)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"big", "none"}, failures(resp))
+	}
+	items, err := tables.Inventory(t.Context())
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []orders.InventoryItem{{SKU: "A", Stock: 0, Reserved: 2}}, items)
 }
 
 func TestNewPanicsOnMisconfiguration(t *testing.T) {
@@ -185,6 +222,7 @@ func TestConfigFromEnv(t *testing.T) {
 func ExampleNew() {
 	// In the function: dynamostore.New(client, table) and the DynamoDB client.
 	store, inventory := idempotent.NewMemoryStore(), &e2e.MemoryTables{}
+	_ = inventory.Restock(context.Background(), "SKU-RED-MUG", 10)
 	handler := orders.New(store, inventory, "inventory")
 
 	order := `{"orderId":"order-1001","sku":"SKU-RED-MUG","quantity":2}`
@@ -196,8 +234,8 @@ func ExampleNew() {
 	resp, _ := handler(context.Background(), batch)
 	fmt.Println("failed:", resp.BatchItemFailures[0].ItemIdentifier)
 	items, _ := inventory.Inventory(context.Background())
-	fmt.Println(items[0].SKU, "reserved", items[0].Reserved)
+	fmt.Println(items[0].SKU, "reserved", items[0].Reserved, "stock", items[0].Stock)
 	// Output:
 	// failed: m3
-	// SKU-RED-MUG reserved 2
+	// SKU-RED-MUG reserved 2 stock 8
 }

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -17,15 +16,15 @@ import (
 const MaxBody = 6 << 20
 
 // NewHTTPHandler returns the payments function's logic (POST /payments,
-// recording each payment in the ledger table through ledger) as a net/http
-// handler, without idempotency: wrap it with nethttp.Middleware on
+// charging through processor and recording each payment in the ledger table,
+// as New does) as a net/http handler, without idempotency: wrap it with nethttp.Middleware on
 // Engine(store) for the Lambda function's settings. It
 // answers as New's handler does, problem types included; a ledger failure is
 // answered 500, which the middleware does not store, so the client's retry
 // runs again. The payment ID comes from idempotent.DownstreamKey of the
 // request's context, which the middleware sets.
-func NewHTTPHandler(ledger Ledger, table string) http.Handler {
-	h := newHandler(ledger, table, time.Now, NewPaymentID)
+func NewHTTPHandler(processor Processor, ledger Ledger, table string) http.Handler {
+	h := newHandler(processor, ledger, table, NewPaymentID)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {

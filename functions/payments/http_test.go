@@ -31,7 +31,7 @@ func TestHTTPHandler(t *testing.T) {
 		return nil
 	}}
 	idem := nethttp.Middleware(payments.Engine(idempotent.NewMemoryStore()))
-	srv := httptest.NewServer(idem(payments.NewHTTPHandler(ledger, "ledger")))
+	srv := httptest.NewServer(idem(payments.NewHTTPHandler(&payments.LocalProcessor{}, ledger, "ledger")))
 	defer srv.Close()
 
 	const body = `{"customerId":"cus_NffrFeUfNV2Hib","amount":2500,"currency":"EUR"}`

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -36,10 +37,14 @@ const (
 	Expiry = 24 * time.Hour
 	// StatusCaptured is the status of every payment this sample records.
 	StatusCaptured = "captured"
+	// ChargeStep is the name of the step that charges the processor.
+	ChargeStep = "charge"
 )
 
-// Ledger is the DynamoDB call the function's side effect makes.
-// *dynamodb.Client satisfies it; tests pass fakes that fail or stall.
+// Ledger is the DynamoDB call the function makes to record a payment when
+// its run has no transaction (its store is not a dynamostore.Store, such as
+// the memory store of tests). *dynamodb.Client satisfies it; tests pass
+// fakes that fail or stall.
 type Ledger interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
@@ -65,21 +70,23 @@ type LedgerItem struct {
 	Payment
 	// CreatedAt is when the payment was recorded, RFC 3339 in UTC.
 	CreatedAt string `json:"createdAt" dynamodbav:"createdAt"`
-	// ProcessorKey is idempotent.DownstreamKey of the request: the key a real
-	// card processor would receive as its Idempotency-Key. It is the same for
-	// every execution of one idempotency key, and so is the PaymentID derived
-	// from it: a run after a takeover, or a retry after a write whose outcome
-	// was unknown, finds the payment already recorded.
+	// ProcessorKey is the idempotency key the processor was charged with:
+	// the charge step's idempotent.DownstreamKey, the same for every run of
+	// one Idempotency-Key (and caller).
 	ProcessorKey string `json:"processorKey,omitempty" dynamodbav:"processorKey,omitempty"`
+	// ChargeID is the processor's charge.
+	ChargeID string `json:"chargeId,omitempty" dynamodbav:"chargeId,omitempty"`
 }
 
 // New returns the payments Lambda handler: POST /payments, made idempotent by
-// its Idempotency-Key header with apigateway.WrapV2 over store, recording each
-// payment in the ledger table through ledger. opts configure the engine
-// (idempotent.New) after the function's own settings (Engine), so they can
-// override them and add, for example, idempotent.WithOutcomeHook(...).
-func New(store storage.Store, ledger Ledger, table string, opts ...idempotent.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return apigateway.WrapV2(Engine(store, opts...), newHandler(ledger, table, time.Now, NewPaymentID).serve)
+// its Idempotency-Key header with apigateway.WrapV2 over store, charging
+// through processor and recording each payment in the ledger table (in the
+// completion's transaction over a dynamostore.Store, through ledger over
+// other stores). opts configure the engine (idempotent.New) after the
+// function's own settings (Engine), so they can override them and add, for
+// example, idempotent.WithOutcomeHook(...).
+func New(store storage.Store, processor Processor, ledger Ledger, table string, opts ...idempotent.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return apigateway.WrapV2(Engine(store, opts...), newHandler(processor, ledger, table, NewPaymentID).serve)
 }
 
 // Engine returns the engine the payments function runs on: store with its
@@ -91,34 +98,42 @@ func Engine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
 
 // handler is the function's logic, before idempotency.
 type handler struct {
-	ledger Ledger
-	table  string
-	now    func() time.Time
-	newID  func() string
-	put    expression.Expression // the ledger write's condition
+	processor Processor
+	ledger    Ledger
+	table     string
+	newID     func() string
 }
 
-func newHandler(ledger Ledger, table string, now func() time.Time, newID func() string) *handler {
+func newHandler(processor Processor, ledger Ledger, table string, newID func() string) *handler {
+	if processor == nil {
+		panic("payments: New: nil processor")
+	}
 	if ledger == nil {
 		panic("payments: New: nil ledger")
 	}
 	if table == "" {
 		panic("payments: New: empty table name")
 	}
-	// A new payment never overwrites another: the write is conditional.
-	put, err := expression.NewBuilder().
-		WithCondition(expression.AttributeNotExists(expression.Name("paymentId"))).
-		Build()
-	if err != nil {
-		panic(fmt.Sprintf("payments: build condition: %v", err)) // a constant expression
-	}
-	return &handler{ledger: ledger, table: table, now: now, newID: newID, put: put}
+	return &handler{processor: processor, ledger: ledger, table: table, newID: newID}
 }
 
+// The ledger write's condition: a new payment, or the same charge again (a
+// run after the key's record expired, whose charge the processor answered
+// from its own key). Another payment under the ID is never overwritten.
+const (
+	ledgerCondition = "attribute_not_exists(#id) OR #charge = :charge"
+)
+
+var ledgerNames = map[string]string{"#id": "paymentId", "#charge": "chargeId"}
+
 // serve answers one request. Routing and validation answers are 4xx, which
-// the adapter stores and replays like any other; a ledger failure is an
-// error, which the adapter answers with 500 after releasing the key, so the
-// client's retry runs again.
+// the adapter stores and replays like any other. The charge is a step: a
+// run that resumes the record (after a crash, a lost lease, or a failure
+// after the charge) gets the recorded charge back without charging again.
+// The ledger row is added to the completion's transaction: it commits with
+// the record's completion or not at all. A failure is an error, which the
+// adapter answers with 500 after giving the key back, so the client's retry
+// runs again (and resumes after the charge).
 func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	path := ev.RawPath
 	if path == "" {
@@ -148,12 +163,31 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	}
 
 	// The payment ID comes from the downstream key, the same for every run of
-	// this Idempotency-Key (and caller): the ledger's conditional write then
-	// records one payment however often the handler runs. Only a run without
-	// idempotency (IDEMKIT_DISABLED) gets a fresh one.
+	// this Idempotency-Key (and caller). Only a run without idempotency
+	// (IDEMKIT_DISABLED) gets a fresh one.
 	id := paymentIDFor(idempotent.DownstreamKey(ctx))
 	if id == "" {
 		id = h.newID()
+	}
+	charge, err := idempotent.Step(ctx, ChargeStep, func(ctx context.Context) (Charge, error) {
+		// The step's own downstream key: a crash after the processor
+		// charged and before the step was recorded repeats no charge.
+		key := idempotent.DownstreamKey(ctx)
+		if key == "" {
+			key = id
+		}
+		return h.processor.Charge(ctx, key, ChargeRequest{CustomerID: req.CustomerID, Amount: req.Amount, Currency: req.Currency})
+	})
+	switch {
+	case errors.Is(err, ErrProcessorKeyReused):
+		return keyReused(), nil
+	case errors.Is(err, idempotent.ErrStepNotRecorded):
+		// Charged, but not recorded: going on records the payment with the
+		// charge; failing now would make the retry charge again (the
+		// processor's key would then answer with this charge).
+		slog.WarnContext(ctx, "payments: the charge step was not recorded", slog.String("error", err.Error()))
+	case err != nil:
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("payments: charge: %w", err)
 	}
 	item := LedgerItem{
 		Payment: Payment{
@@ -163,8 +197,9 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 			Currency:   req.Currency,
 			Status:     StatusCaptured,
 		},
-		CreatedAt:    h.now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		ProcessorKey: idempotent.DownstreamKey(ctx),
+		CreatedAt:    charge.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		ProcessorKey: charge.Key,
+		ChargeID:     charge.ID,
 	}
 	if err := h.record(ctx, &item); err != nil {
 		if errors.Is(err, errKeyReused) {
@@ -196,47 +231,53 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 // errKeyReused: the ledger holds another payment under this payment ID.
 var errKeyReused = errors.New("payments: the Idempotency-Key already recorded another payment")
 
-// record writes the ledger item with a conditional PutItem. An item already
-// under its payment ID was written by an earlier run of the same key: an SDK
-// retry after a lost response, a client retry after a write whose outcome
-// was unknown (the key was released), or the run a takeover replaced. If it
-// is the same payment, item becomes that item (its first createdAt) and the
-// payment counts as recorded, once; if not (the key was reused for another
-// payment after its idempotency record expired), record returns
-// errKeyReused.
+// record writes the ledger item with a conditional Put (ledgerCondition).
+// In a run over a dynamostore.Store the Put joins the completion's
+// transaction: the row commits with the record's completion, fenced on the
+// run's lease, or not at all, so a run that loses its lease, or dies before
+// completing, leaves no row, and the run that completes leaves exactly one.
+// A Put whose condition fails there (another charge holds the payment ID)
+// cancels the transaction; the caller gets an error, and the key is given
+// back. Over another store (no transaction) it is a PutItem of its own, and
+// a failed condition is errKeyReused.
 func (h *handler) record(ctx context.Context, item *LedgerItem) error {
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {
 		return fmt.Errorf("payments: encode ledger item: %w", err)
 	}
-	_, err = h.ledger.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           &h.table,
-		Item:                                av,
-		ConditionExpression:                 h.put.Condition(),
-		ExpressionAttributeNames:            h.put.Names(),
-		ExpressionAttributeValues:           h.put.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var exists *types.ConditionalCheckFailedException
-	if !errors.As(err, &exists) {
+	values := map[string]types.AttributeValue{":charge": &types.AttributeValueMemberS{Value: item.ChargeID}}
+	tx, err := dynamostore.Transaction(ctx)
+	switch {
+	case err == nil:
+		err := tx.Add(types.TransactWriteItem{Put: &types.Put{
+			TableName:                           &h.table,
+			Item:                                av,
+			ConditionExpression:                 aws.String(ledgerCondition),
+			ExpressionAttributeNames:            ledgerNames,
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
 		if err != nil {
 			return fmt.Errorf("payments: record payment: %w", err)
 		}
 		return nil
+	case !errors.Is(err, idempotent.ErrNoTx):
+		return fmt.Errorf("payments: record payment: %w", err)
 	}
-	if len(exists.Item) == 0 {
-		// A server that does not return the item: the ID says it is this
-		// key's payment, which payload validation kept the same.
-		return nil
-	}
-	var old LedgerItem
-	if err := attributevalue.UnmarshalMap(exists.Item, &old); err != nil {
-		return fmt.Errorf("payments: read the recorded payment: %w", err)
-	}
-	if old.CustomerID != item.CustomerID || old.Amount != item.Amount || old.Currency != item.Currency {
+	_, err = h.ledger.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 &h.table,
+		Item:                      av,
+		ConditionExpression:       aws.String(ledgerCondition),
+		ExpressionAttributeNames:  ledgerNames,
+		ExpressionAttributeValues: values,
+	})
+	var exists *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &exists):
 		return errKeyReused
+	case err != nil:
+		return fmt.Errorf("payments: record payment: %w", err)
 	}
-	*item = old
 	return nil
 }
 

@@ -94,7 +94,7 @@ func TestAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ledger := &e2e.MemoryTables{}
-			handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger")
+			handler := payments.New(idempotent.NewMemoryStore(), &payments.LocalProcessor{}, ledger, "ledger")
 			resp, err := handler(t.Context(), request(t, tt.mutate))
 			require.NoError(t, err)
 			require.Equal(t, tt.status, resp.StatusCode, resp.Body)
@@ -122,7 +122,7 @@ func TestAnswers(t *testing.T) {
 func TestInvalidBodyIsReplayed(t *testing.T) {
 	t.Parallel()
 	ledger := &e2e.MemoryTables{}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger")
+	handler := payments.New(idempotent.NewMemoryStore(), &payments.LocalProcessor{}, ledger, "ledger")
 	invalid := request(t, func(ev *events.APIGatewayV2HTTPRequest) {
 		ev.Body = `{"customerId":"cus_1","amount":12.5,"currency":"EUR"}`
 	})
@@ -148,6 +148,7 @@ func TestInvalidBodyIsReplayed(t *testing.T) {
 // so the client's retry records the payment, once.
 func TestLedgerFailure(t *testing.T) {
 	t.Parallel()
+	proc := &payments.LocalProcessor{}
 	var calls atomic.Int32
 	ledger := &e2e.MemoryTables{Fail: func(string) error {
 		if calls.Add(1) == 1 {
@@ -155,7 +156,7 @@ func TestLedgerFailure(t *testing.T) {
 		}
 		return nil
 	}}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger")
+	handler := payments.New(idempotent.NewMemoryStore(), proc, ledger, "ledger")
 
 	failed, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err, "the adapter answers, it never fails")
@@ -169,6 +170,7 @@ func TestLedgerFailure(t *testing.T) {
 	assert.Empty(t, retried.Headers[nethttp.HeaderReplayed])
 	items, _ := ledger.Ledger(t.Context())
 	assert.Len(t, items, 1)
+	assert.Equal(t, 1, proc.Calls(), "the retry resumed after the recorded charge")
 }
 
 // crashingStore loses every completion, as if the process died between the
@@ -186,10 +188,11 @@ func (crashingStore) Complete(context.Context, storage.Record) error {
 // the first run's item, and the answer is that payment.
 func TestTakeoverRecordsOnePayment(t *testing.T) {
 	t.Parallel()
+	proc := &payments.LocalProcessor{}
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	ledger := &e2e.MemoryTables{}
-	handler := payments.New(crashingStore{idempotent.NewMemoryStore()}, ledger, "ledger",
+	handler := payments.New(crashingStore{idempotent.NewMemoryStore()}, proc, ledger, "ledger",
 		idempotent.WithClock(clock))
 
 	ctx, cancel := context.WithTimeout(t.Context(), e2e.PaymentsTimeout)
@@ -212,6 +215,7 @@ func TestTakeoverRecordsOnePayment(t *testing.T) {
 	items, _ := ledger.Ledger(t.Context())
 	require.Len(t, items, 1, "one payment")
 	assert.Regexp(t, `^[0-9a-f]{32}$`, items[0].ProcessorKey)
+	assert.Equal(t, 1, proc.Calls(), "the takeover resumed after the recorded charge")
 }
 
 // TestUnknownWriteOutcomeRecordsOnce: a ledger write that landed but
@@ -220,6 +224,7 @@ func TestTakeoverRecordsOnePayment(t *testing.T) {
 // payment already recorded: one payment, and the retry answers with it.
 func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 	t.Parallel()
+	proc := &payments.LocalProcessor{}
 	// The first write lands but answers an error, as one whose retries were
 	// throttled, or that ran out of time, does.
 	var writes atomic.Int32
@@ -229,7 +234,7 @@ func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 		}
 		return nil
 	}}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", idempotent.WithLogger(slog.New(slog.DiscardHandler)))
+	handler := payments.New(idempotent.NewMemoryStore(), proc, ledger, "ledger", idempotent.WithLogger(slog.New(slog.DiscardHandler)))
 
 	failed, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
@@ -244,6 +249,7 @@ func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 	items, _ := ledger.Ledger(t.Context())
 	require.Len(t, items, 1, "one payment")
 	assert.Equal(t, items[0].Payment, p)
+	assert.Equal(t, 1, proc.Calls(), "the retry resumed after the recorded charge")
 }
 
 // TestKeyReusedAfterExpiry: once a key's idempotency record has expired, the
@@ -251,10 +257,11 @@ func TestUnknownWriteOutcomeRecordsOnce(t *testing.T) {
 // one), and another payment under the same key is refused with 422.
 func TestKeyReusedAfterExpiry(t *testing.T) {
 	t.Parallel()
+	proc := &payments.LocalProcessor{}
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	ledger := &e2e.MemoryTables{}
-	handler := payments.New(idempotent.NewMemoryStore(), ledger, "ledger", idempotent.WithClock(clock))
+	handler := payments.New(idempotent.NewMemoryStore(), proc, ledger, "ledger", idempotent.WithClock(clock))
 
 	first, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
@@ -278,13 +285,14 @@ func TestKeyReusedAfterExpiry(t *testing.T) {
 	items, _ := ledger.Ledger(t.Context())
 	require.Len(t, items, 1)
 	assert.Equal(t, int64(2500), items[0].Amount)
+	assert.Equal(t, 1, proc.Charges(), "the processor answered the same key with its charge, and refused another payment")
 }
 
 func TestNewPanicsOnMisconfiguration(t *testing.T) {
 	t.Parallel()
 	store := idempotent.NewMemoryStore()
-	assert.Panics(t, func() { payments.New(store, nil, "ledger") })
-	assert.Panics(t, func() { payments.New(store, &e2e.MemoryTables{}, "") })
+	assert.Panics(t, func() { payments.New(store, &payments.LocalProcessor{}, nil, "ledger") })
+	assert.Panics(t, func() { payments.New(store, &payments.LocalProcessor{}, &e2e.MemoryTables{}, "") })
 }
 
 func TestConfigFromEnv(t *testing.T) {
@@ -310,7 +318,7 @@ func TestNewPaymentID(t *testing.T) {
 func ExampleNew() {
 	// In the function: dynamostore.New(client, table) and the DynamoDB client.
 	store, ledger := idempotent.NewMemoryStore(), &e2e.MemoryTables{}
-	handler := payments.New(store, ledger, "payments-ledger")
+	handler := payments.New(store, &payments.LocalProcessor{}, ledger, "payments-ledger")
 
 	ev, _ := samples.HTTP(samples.PaymentNew)
 	for range 2 {

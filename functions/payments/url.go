@@ -26,8 +26,8 @@ const ProblemUnsigned = "https://idemkit.dev/problems/payments/unsigned-request"
 // idempotent.WithOutcomeHook(...). Each key is scoped to the IAM identity
 // that signed the request (see URLCaller); a request without one is
 // answered 403 (ProblemUnsigned) before the middleware sees it.
-func NewURLHandler(store storage.Store, ledger Ledger, table string, opts ...idempotent.Option) http.Handler {
-	idem := nethttp.Middleware(Engine(store, opts...), nethttp.WithScope(callerScope))(NewHTTPHandler(ledger, table))
+func NewURLHandler(store storage.Store, processor Processor, ledger Ledger, table string, opts ...idempotent.Option) http.Handler {
+	idem := nethttp.Middleware(Engine(store, opts...), nethttp.WithScope(callerScope))(NewHTTPHandler(processor, ledger, table))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := URLCaller(r.Context())
 		if err != nil {

@@ -60,7 +60,7 @@ type urlAnswer struct {
 func TestURLHandler(t *testing.T) {
 	t.Parallel()
 	ledger := &e2e.MemoryTables{}
-	h := lambdaurl.Wrap(payments.NewURLHandler(idempotent.NewMemoryStore(), ledger, "ledger",
+	h := lambdaurl.Wrap(payments.NewURLHandler(idempotent.NewMemoryStore(), &payments.LocalProcessor{}, ledger, "ledger",
 		idempotent.WithLogger(testlog.Logger(io.Discard))))
 	invoke := func(ev *events.LambdaFunctionURLRequest) urlAnswer {
 		t.Helper()

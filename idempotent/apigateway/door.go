@@ -106,8 +106,11 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 		return d.response(problem(p))
 	}
 	d.mw.ServeHTTP(&inv.rec, r)
-	if inv.done {
-		return inv.out // the handler's response, unchanged, whatever happened to the record
+	if inv.done && inv.rec.delivered {
+		// The handler's response, unchanged, whatever happened to the
+		// record; but not when the middleware answered a failure instead
+		// (the run's transaction did not commit).
+		return inv.out
 	}
 	return d.response(&inv.rec)
 }
@@ -325,10 +328,14 @@ func asSent(vs []string) []string {
 // writes (a problem, a replay, the handler's response on its way to its
 // client) is kept, for the event response.
 type recorder struct {
-	header http.Header
-	status int
-	body   strings.Builder
+	header    http.Header
+	status    int
+	body      strings.Builder
+	delivered bool // the middleware passed the handler's response on
 }
+
+// Delivered implements httprules.DeliveryNotee.
+func (w *recorder) Delivered() { w.delivered = true }
 
 func (w *recorder) Header() http.Header {
 	if w.header == nil {

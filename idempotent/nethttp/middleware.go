@@ -330,6 +330,9 @@ func (x *exchange) run(r *http.Request) {
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
 		x.c.deliver()
+		if n, ok := x.w.(httprules.DeliveryNotee); ok {
+			n.Delivered()
+		}
 		return
 	}
 	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped

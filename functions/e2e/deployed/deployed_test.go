@@ -152,7 +152,7 @@ func TestLambdaInvokerAgainstFakeLambda(t *testing.T) {
 	store := idempotent.NewMemoryStore()
 	tables := &e2e.MemoryTables{}
 	client := fakeLambda(t, map[string]e2e.Invoker{
-		"payments-fn": e2e.LocalInvoker(payments.New(store, tables, "payments"), e2e.PaymentsTimeout),
+		"payments-fn": e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, tables, "payments"), e2e.PaymentsTimeout),
 		"orders-fn":   e2e.LocalInvoker(orders.New(store, tables, "inventory"), e2e.OrdersTimeout),
 		"failing-fn":  func(context.Context, []byte) ([]byte, error) { return nil, fmt.Errorf("boom") },
 	})

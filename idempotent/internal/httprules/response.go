@@ -246,3 +246,12 @@ func AsSent(s string) string {
 	}
 	return string([]rune(s)) // one U+FFFD per invalid byte, as encoding/json
 }
+
+// DeliveryNotee is implemented by a front door's writer that answers with
+// the handler's own response only when the middleware delivered it: the
+// middleware calls Delivered after it passed the handler's response on. A
+// run whose transaction did not commit is answered with a problem instead,
+// and Delivered is not called (apigateway's typed handlers).
+type DeliveryNotee interface {
+	Delivered()
+}

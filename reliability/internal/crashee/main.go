@@ -65,7 +65,7 @@ func run(idemTable, payTable, key, customer string, lease, skew, offset, timeout
 	if err != nil {
 		return err
 	}
-	handler := payments.New(dynamostore.New(client, idemTable), &ledger{client: client, afterWrite: afterWrite}, payTable,
+	handler := payments.New(dynamostore.New(client, idemTable), &payments.LocalProcessor{}, &ledger{client: client, afterWrite: afterWrite}, payTable,
 		idempotent.WithMaxLease(lease),
 		idempotent.WithClockSkew(skew),
 		idempotent.WithClock(func() time.Time { return time.Now().Add(offset) }),

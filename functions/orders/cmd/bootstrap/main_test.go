@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/internal/lambdatest"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
@@ -33,6 +34,10 @@ func TestServes(t *testing.T) {
 	t.Parallel()
 	client := localddbtest.Client(t)
 	tables := localddbtest.Tables(t, client)
+	state := e2e.DynamoState{Client: client, Tables: tables}
+	for _, sku := range []string{"SKU-RED-MUG", "SKU-BLUE-CAP"} {
+		require.NoError(t, state.Restock(t.Context(), sku, 100), "the function reserves only what is in stock")
+	}
 	p := lambdatest.Serve(t,
 		"AWS_LAMBDA_FUNCTION_NAME=idemkit-orders-test",
 		"IDEMPOTENCY_TABLE="+tables.Idempotency,

@@ -25,6 +25,9 @@ func main() {
 	}
 	// Outcome metrics as CloudWatch EMF lines on stdout: namespace idemkit, dimension FunctionName.
 	metrics := emf.New(os.Stdout)
-	lambdaurl.Start(payments.NewURLHandler(dynamostore.New(client, cfg.IdempotencyTable), client, cfg.PaymentsTable,
+	// The sample's card processor is an in-process stand-in that honours
+	// idempotency keys; a real function passes its processor's client.
+	processor := &payments.LocalProcessor{}
+	lambdaurl.Start(payments.NewURLHandler(dynamostore.New(client, cfg.IdempotencyTable), processor, client, cfg.PaymentsTable,
 		idempotent.WithOutcomeHook(metrics.Hook)))
 }
