@@ -209,12 +209,14 @@ func (e *env) onlyRecord(t testing.TB) map[string]string {
 		"in_progress_expiration": num(it, "in_progress_expiration")}
 }
 
-// TestCrashKill9: a process killed (SIGKILL) after its side effect and before
-// completing leaves its record INPROGRESS; a retry before the lease ends gets
-// 409 in-progress (ErrInProgress); a retry after it takes over and runs the
-// handler again, whose ledger write, keyed by the downstream key, finds the
-// first run's payment: one payment, and the takeover answers with it. Later
-// retries replay it. No key stays stuck.
+// TestCrashKill9: a process killed (SIGKILL) after its side effect (the
+// charge, a recorded step) and before its completion's transaction (which
+// carries the ledger row) leaves its record INPROGRESS and the ledger empty;
+// a retry before the lease ends gets 409 in-progress (ErrInProgress); a
+// retry after it takes over, resumes after the recorded charge (the same
+// charge, not a second) and commits the ledger row with its completion: one
+// payment, and the takeover answers with it. Later retries replay it. No key
+// stays stuck.
 func TestCrashKill9(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
@@ -235,10 +237,7 @@ func TestCrashKill9(t *testing.T) {
 	leaseEnd := parseMillis(t, rec["in_progress_expiration"])
 	lease := testLease + 100*time.Millisecond
 	between(t, "lease end", leaseEnd, started.Add(lease-time.Millisecond), claimedBy.Add(lease))
-	ledger := e.ledger(t)
-	require.Len(t, ledger, 1, "the side effect happened before the crash")
-	assert.Equal(t, firstPayment, ledger[0].PaymentID)
-	assert.Equal(t, processorKey, ledger[0].ProcessorKey)
+	assert.Empty(t, e.ledger(t), "the ledger row commits with the completion, which never happened")
 
 	early := startCrashee(t, e, key).response()
 	assert.Equal(t, http.StatusConflict, early.StatusCode)
@@ -250,7 +249,7 @@ func TestCrashKill9(t *testing.T) {
 	assert.False(t, took.replayed())
 	assert.NotEmpty(t, late.stderr.find(t, map[string]any{"outcome": "executed", "took_over": true}),
 		"the takeover ran the handler again, and says so")
-	assert.Equal(t, firstPayment, took.payment.PaymentID, "the takeover answers with the first run's payment")
+	assert.Equal(t, firstPayment, took.payment.PaymentID, "the takeover answers with the first run's charge (its recorded step)")
 	assertOnePayment(t, e.ledger(t), processorKey, took.payment.PaymentID)
 	rec = e.onlyRecord(t)
 	assert.Equal(t, string(storage.StatusCompleted), rec["status"])
@@ -262,9 +261,10 @@ func TestCrashKill9(t *testing.T) {
 	assert.Empty(t, e.inProgress(t), "no stuck key")
 }
 
-// assertOnePayment checks the ledger after a takeover: both runs wrote the
-// payment under the ID derived from the same downstream key, so it holds one
-// item, the payment the taking-over run answered with.
+// assertOnePayment checks the ledger after a takeover: only the run that
+// completed committed its row, with the charge both runs share (the step it
+// resumed), so it holds one item, the payment the taking-over run answered
+// with.
 func assertOnePayment(t *testing.T, ledger []payments.LedgerItem, processorKey, answered string) {
 	t.Helper()
 	require.Len(t, ledger, 1, "one payment although the handler ran twice: %v", ledger)
@@ -272,15 +272,18 @@ func assertOnePayment(t *testing.T, ledger []payments.LedgerItem, processorKey, 
 	assert.Equal(t, answered, ledger[0].PaymentID)
 }
 
-// TestPauseLeaseLost: a process paused (SIGSTOP) after its side effect, past
-// its lease, is taken over by a second invocation, which completes. (No real
-// time passes: the second process's clock is put past the lease; the stop
-// shows that the owner can do nothing while it is taken over.) Resumed
-// (SIGCONT), the first finishes its handler (the crashee's handler waits for a
-// line on stdin, sent after SIGCONT, so that the order is certain), but its
-// completion is refused by the fence: it logs lease_lost, its own caller still
-// gets its response, and the stored response (what every later retry gets) is
-// the second's.
+// TestPauseLeaseLost: a process paused (SIGSTOP) after its side effect (the
+// recorded charge), past its lease, before its completion's transaction, is
+// taken over by a second invocation, which resumes after the charge and
+// completes with the ledger row. (No real time passes: the second process's
+// clock is put past the lease; the stop shows that the owner can do nothing
+// while it is taken over.) Resumed (SIGCONT), the first sends its transaction
+// (the crashee waits for a line on stdin, sent after SIGCONT, so that the
+// order is certain), which the fence refuses: nothing of it commits (its
+// ledger row is discarded with its lease), it logs lease_lost, and its own
+// caller gets what a retry gets, 409 in-progress, never a success whose row
+// did not commit. The stored response (what every later retry gets) is the
+// second's.
 func TestPauseLeaseLost(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
@@ -302,8 +305,8 @@ func TestPauseLeaseLost(t *testing.T) {
 	_, err := io.WriteString(paused.stdin, "go\n") // the handler returns
 	require.NoError(t, err)
 	first := paused.response()
-	require.Equal(t, http.StatusCreated, first.StatusCode, "the paused invocation's caller still gets its own response")
-	assert.Equal(t, firstPayment, first.payment.PaymentID)
+	require.Equal(t, http.StatusConflict, first.StatusCode, "the paused invocation's caller gets no success: its transaction did not commit")
+	assert.Equal(t, nethttp.ProblemInProgress, first.problem.Type)
 	lost := paused.stderr.find(t, map[string]any{"outcome": "lease_lost", "level": "ERROR"})
 	require.Len(t, lost, 1, "stderr:\n%s", paused.stderr.String())
 	assert.Contains(t, lost[0]["error"], "lease lost")

@@ -8,12 +8,17 @@
 // builds it (dynamostore on the idempotency table, the ledger on the payments
 // table), plus the test's lease, clock-skew margin and clock offset.
 //
-// With -after-write other than "return", the ledger write (the side effect)
-// is made, then "READY <paymentId> <processorKey>" is printed and the
+// The function charges through its processor as a step (recorded in the
+// idempotency record) and writes its ledger row in the completion's
+// transaction. With -after-write other than "return", the invocation stops
+// when that transaction is about to be sent (the charge is done and
+// recorded; nothing of the completion is written): "READY <paymentId>
+// <processorKey>" (from the ledger row in the transaction) is printed and the
 // invocation blocks: "hang" for good (until killed), "stdin" until a line
-// arrives on standard input, after which the handler returns as if nothing
-// had happened. At the end "RESPONSE <json>" is printed. Standard output
-// carries only these lines; the function's JSON logs go to standard error.
+// arrives on standard input, after which the transaction is sent as if
+// nothing had happened. At the end "RESPONSE <json>" is printed. Standard
+// output carries only these lines; the function's JSON logs go to standard
+// error.
 package main
 
 import (
@@ -47,7 +52,7 @@ func main() {
 		skew       = flag.Duration("skew", 100*time.Millisecond, "idempotent.WithClockSkew")
 		offset     = flag.Duration("offset", 0, "added to the wrapper's clock (idempotent.WithClock)")
 		timeout    = flag.Duration("timeout", e2e.PaymentsTimeout, "the invocation's deadline")
-		afterWrite = flag.String("after-write", "return", `after the ledger write: "return", "hang" or "stdin"`)
+		afterWrite = flag.String("after-write", "return", `before the completion's transaction: "return" (send it), "hang" or "stdin"`)
 	)
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -65,7 +70,8 @@ func run(idemTable, payTable, key, customer string, lease, skew, offset, timeout
 	if err != nil {
 		return err
 	}
-	handler := payments.New(dynamostore.New(client, idemTable), &payments.LocalProcessor{}, &ledger{client: client, afterWrite: afterWrite}, payTable,
+	store := dynamostore.New(&stopBeforeCommit{Client: client, afterWrite: afterWrite, ledgerTable: payTable}, idemTable)
+	handler := payments.New(store, &payments.LocalProcessor{}, client, payTable,
 		idempotent.WithMaxLease(lease),
 		idempotent.WithClockSkew(skew),
 		idempotent.WithClock(func() time.Time { return time.Now().Add(offset) }),
@@ -94,29 +100,33 @@ func run(idemTable, payTable, key, customer string, lease, skew, offset, timeout
 	return nil
 }
 
-// ledger is the payments table, with a stop after the write.
-type ledger struct {
-	client     *dynamodb.Client
-	afterWrite string
+// stopBeforeCommit is the idempotency table's client, with a stop before the
+// completion's transaction (which carries the ledger row).
+type stopBeforeCommit struct {
+	*dynamodb.Client
+	afterWrite  string
+	ledgerTable string
 }
 
-func (l *ledger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	out, err := l.client.PutItem(ctx, in, optFns...)
-	if err != nil || l.afterWrite == "return" {
-		return out, err
-	}
-	fmt.Printf("READY %s %s\n", attr(in.Item, "paymentId"), attr(in.Item, "processorKey"))
-	switch l.afterWrite {
-	case "hang":
-		for {
-			time.Sleep(time.Hour)
+func (c *stopBeforeCommit) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if c.afterWrite != "return" {
+		for _, it := range in.TransactItems {
+			if it.Put != nil && it.Put.TableName != nil && *it.Put.TableName == c.ledgerTable {
+				fmt.Printf("READY %s %s\n", attr(it.Put.Item, "paymentId"), attr(it.Put.Item, "processorKey"))
+			}
 		}
-	case "stdin":
-		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-			return nil, fmt.Errorf("crashee: read stdin: %w", err)
+		switch c.afterWrite {
+		case "hang":
+			for {
+				time.Sleep(time.Hour)
+			}
+		case "stdin":
+			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+				return nil, fmt.Errorf("crashee: read stdin: %w", err)
+			}
 		}
 	}
-	return out, nil
+	return c.Client.TransactWriteItems(ctx, in, optFns...)
 }
 
 func attr(item map[string]types.AttributeValue, name string) string {
