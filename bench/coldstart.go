@@ -14,6 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkit/idemkit/functions/orders"
 	"github.com/idemkit/idemkit/internal/localddb"
 )
 
@@ -204,6 +209,19 @@ func runColdStarts(ctx context.Context, e *env, buildDir string, reps int, progr
 		defer cancel()
 		_ = localddb.DeleteTables(dctx, e.client, tables)
 	}()
+	// The orders function reserves stock in its completion's transaction:
+	// the sample batch's SKUs get enough for every start.
+	for _, sku := range []string{"SKU-RED-MUG", "SKU-BLUE-CAP"} {
+		if _, err := e.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &tables.Inventory,
+			Key:                       map[string]types.AttributeValue{"sku": &types.AttributeValueMemberS{Value: sku}},
+			UpdateExpression:          aws.String("ADD #stock :units"),
+			ExpressionAttributeNames:  map[string]string{"#stock": orders.StockAttr},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":units": &types.AttributeValueMemberN{Value: "1000000"}},
+		}); err != nil {
+			return results, fmt.Errorf("stock %s: %w", sku, err)
+		}
+	}
 	home, err := os.MkdirTemp("", "idembench-home")
 	if err != nil {
 		return results, err
