@@ -17,8 +17,8 @@ import (
 	"github.com/idemkit/idemkit/functions/e2e"
 	"github.com/idemkit/idemkit/functions/payments"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/internal/localddb"
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
@@ -76,7 +76,7 @@ func TestLedgerRowInTransaction(t *testing.T) {
 	require.Equal(t, http.StatusCreated, first.StatusCode, first.Body)
 	again, err := handler(t.Context(), request(t, nil))
 	require.NoError(t, err)
-	assert.Equal(t, "true", again.Headers[apigateway.HeaderReplayed])
+	assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
 	assert.Equal(t, first.Body, again.Body)
 
 	var p payments.Payment
