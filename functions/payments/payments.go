@@ -176,7 +176,7 @@ func (h *handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		if key == "" {
 			key = id
 		}
-		return h.processor.Charge(ctx, key, ChargeRequest{CustomerID: req.CustomerID, Amount: req.Amount, Currency: req.Currency})
+		return h.processor.Charge(ctx, key, ChargeRequest(req))
 	})
 	switch {
 	case errors.Is(err, ErrProcessorKeyReused):
