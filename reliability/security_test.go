@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -158,9 +159,8 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	// A failing ledger: the handler's error is logged, not the request.
-	e.faults.arm("PutItem", throttling, -1)
-	failing := e2e.LocalInvoker(payments.New(store, &payments.LocalProcessor{}, e.faulty, e.tables.Payments), e2e.PaymentsTimeout)
+	// A failing processor: the handler's error is logged, not the request.
+	failing := e2e.LocalInvoker(payments.New(store, failingProcessor{}, e.client, e.tables.Payments), e2e.PaymentsTimeout)
 	in, err := json.Marshal(e2e.WithKey(withMarkers(samples.PaymentNew), key+"-ledger-down"))
 	require.NoError(t, err)
 	out, err := failing(context.Background(), in)
@@ -168,6 +168,7 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 	assert.Contains(t, string(out), nethttp.ProblemInternal)
 
 	// Orders: a valid order, its duplicate, a poison message, an invalid one.
+	require.NoError(t, e2e.DynamoState{Client: e.client, Tables: e.tables}.Restock(t.Context(), "SKU-"+marker, 10))
 	invokeOrders := e2e.LocalInvoker(orders.New(store, e.client, e.tables.Inventory), e2e.OrdersTimeout)
 	order := fmt.Sprintf(`{"orderId":"ORD%s","sku":"SKU-%s","quantity":2}`, marker, marker)
 	batch := events.SQSEvent{Records: []events.SQSMessage{
@@ -204,4 +205,11 @@ func TestLogsHoldNoKeysOrPayloads(t *testing.T) {
 			assert.Equal(t, "orders: reserved", line["msg"], "only the orders function's own SKU log may carry the marker (in its SKU): %v", line)
 		}
 	}
+}
+
+// failingProcessor is a payment processor that is down.
+type failingProcessor struct{}
+
+func (failingProcessor) Charge(context.Context, string, payments.ChargeRequest) (payments.Charge, error) {
+	return payments.Charge{}, errors.New("processor unavailable")
 }

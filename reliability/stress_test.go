@@ -290,7 +290,12 @@ func stressOrders(t *testing.T, e *env, store *dynamostore.Store, run string) {
 	// Each order is delivered as its first message, SQS redeliveries of it
 	// (the same message id) and producer resends (new message ids).
 	var pending []*ordMsg
+	stock := e2e.DynamoState{Client: e.client, Tables: e.tables}
 	for i := range keys {
+		// The reservation commits with the order's completion, on stock:
+		// one unit more than the order needs, so a second reservation would
+		// succeed and show.
+		require.NoError(t, stock.Restock(t.Context(), fmt.Sprintf("SKU-%s-%d", run, i), 2))
 		body := fmt.Sprintf(`{"orderId":"ord-stress-%s-%d","sku":"SKU-%s-%d","quantity":1}`, run, i, run, i)
 		for c := range *stressCopies {
 			id := fmt.Sprintf("msg-%s-%d-%d", run, i, c)
