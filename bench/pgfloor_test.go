@@ -44,7 +44,7 @@ func TestPGFloor(t *testing.T) {
 	var out strings.Builder
 	rep.writePGFloor(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
 	t.Log("\n" + out.String())
-	assert.Contains(t, out.String(), "| new key, one INSERT in pgstore.Tx | executed, the row committed with the record | 5 | 5, 5, 5 | met |")
+	assert.Contains(t, out.String(), "| new key, one INSERT in pgstore.Tx | executed, the row committed with the record | 5 | 5 (all 3 runs) | met |")
 	targets := rep.pgTargets()
 	assert.Len(t, targets, 4+2+2)
 }
