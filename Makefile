@@ -29,10 +29,11 @@ demo: deps-demo
 .PHONY: test
 test: deps-test vet lint lint-ci test-go test-min-go test-infra
 
-# Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local and a
-# redis-server on loopback (the Redis store's floor); writes BENCHMARKS.md. Needs Go, Java 17+, Node.js/npm (the
-# pinned Powertools comparison in bench/powertools) and redis-server. Fails if a calls-per-invocation target
-# (DynamoDB or Redis) is missed. About 4 minutes on 2 cores (about 5 with cold caches).
+# Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local, a
+# redis-server and a throwaway PostgreSQL cluster on loopback (the Redis and PostgreSQL stores' floors); writes
+# BENCHMARKS.md. Needs Go, Java 17+, Node.js/npm (the pinned Powertools comparison in bench/powertools),
+# redis-server and PostgreSQL's server programs. Fails if a calls-per-invocation target (DynamoDB, Redis or
+# PostgreSQL round trips) is missed. About 4 minutes on 2 cores (about 5 with cold caches).
 .PHONY: bench
 bench: deps-bench
 	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \

@@ -1,11 +1,11 @@
 // Command idembench is idemkit's benchmark harness: `make bench` builds it
-// and runs it under scripts/with-dynamodb.sh and scripts/with-redis.sh, and
-// it writes BENCHMARKS.md.
+// and runs it under scripts/with-dynamodb.sh, scripts/with-redis.sh and
+// scripts/with-postgres.sh, and it writes BENCHMARKS.md.
 // It is not part of the library: nothing imports it, and it needs nothing
 // the root module does not already require.
 //
-// It measures, against the DynamoDB Local and the redis-server the scripts
-// start:
+// It measures, against the DynamoDB Local, the redis-server and the
+// PostgreSQL server the scripts start:
 //
 //  1. DynamoDB calls per invocation, counted by an SDK middleware, for a new
 //     key, a replay, a replay from the local cache, an in-progress
@@ -53,13 +53,24 @@
 //     (events/payments-new.json) carrying the 1 KB payment: 2's method for
 //     median latency and client CPU, and the calls per request of WrapV2
 //     and WrapV1. A missed calls target makes the command fail.
+//  11. The PostgreSQL store's distance from its floor (pgfloor.go): round
+//     trips per invocation, counted on the connection (internal/pgtrips,
+//     as pgstore's tests count them) for a new key (2), a replay (1), a
+//     duplicate in progress on another instance (1) and a new key whose
+//     handler inserts one row in pgstore.Tx (5: claim, BEGIN, INSERT,
+//     completion, COMMIT); a missed target, or the section not measured,
+//     makes the command fail. Then that handler's INSERT alone (bare), the
+//     same through idempotent.Wrap in pgstore.Tx (wrapped) and the wrapper
+//     around a handler without SQL, interleaved one invocation at a time as
+//     in 7, for a new key and a replay: median and p99, and the latency the
+//     check adds at p99 (wrapped − bare; target under 5 ms). Alone: -only 11.
 //
 // Usage:
 //
-//	scripts/with-dynamodb.sh scripts/with-redis.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
+//	scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
 //	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-door wrap|http|apigw] [-bare] [-sync] [-capacity] [-pad N]   (a child process of 2, 3, 6, 8, 9 and 10)
 //
-// Each section runs on tables (and Redis keys) of its own, created and
-// deleted by the run. Sections 2, 3, 6, 8, 9 and 10 run their drivers as
+// Each section runs on tables (DynamoDB and PostgreSQL) and Redis keys of its
+// own, created and deleted by the run. Sections 2, 3, 6, 8, 9 and 10 run their drivers as
 // child processes, so each process's CPU time is its own.
 package main

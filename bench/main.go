@@ -43,6 +43,7 @@ type config struct {
 	CPUN, CPUC, CPUWarmup, CPURounds        int
 	CompareN, CompareC, CompareRounds, Warm int
 	RedisFloorN, RedisFloorWarmup           int
+	PGFloorN, PGFloorWarmup                 int
 	CapacityN, CapacityC, CapacityWarmup    int
 	ScaleN, ScaleN1                         int
 	ScaleDups                               float64
@@ -53,7 +54,7 @@ type config struct {
 	CPUProfile                              string
 }
 
-// runs reports whether section (1 to 10) is to run.
+// runs reports whether section (1 to 11) is to run.
 func (c *config) runs(section int) bool {
 	if c.Only == "" {
 		return true
@@ -82,6 +83,8 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.Warm, "warmup", 500, "unmeasured warm-up invocations per driver process")
 	fs.IntVar(&c.RedisFloorN, "redis-floor-n", 2000, "invocations of each path and case (Redis floor)")
 	fs.IntVar(&c.RedisFloorWarmup, "redis-floor-warmup", 200, "unmeasured warm-up invocations of each path (Redis floor)")
+	fs.IntVar(&c.PGFloorN, "pg-floor-n", 2000, "invocations of each path and case (PostgreSQL floor)")
+	fs.IntVar(&c.PGFloorWarmup, "pg-floor-warmup", 200, "unmeasured warm-up invocations of each path (PostgreSQL floor)")
 	fs.IntVar(&c.CapacityN, "capacity-n", 300, "new keys, then their replays, per driver run (consumed capacity)")
 	fs.IntVar(&c.CapacityC, "capacity-c", 4, "invocations in flight (consumed capacity)")
 	fs.IntVar(&c.CapacityWarmup, "capacity-warmup", 50, "unmeasured warm-up invocations per driver run (consumed capacity)")
@@ -255,6 +258,16 @@ func benchMain(args []string) error {
 		})
 	}
 
+	if c.runs(11) {
+		section("11. PostgreSQL floor", func() {
+			progress("11 postgres floor")(fmt.Sprintf("%d repetitions of each round-trips scenario; %d invocations of each path (bare, wrapped, wrapped without SQL) per case", c.CallsReps, c.PGFloorN))
+			if r.pg, err = runPGFloor(ctx, tmpl, c.CallsReps, c.PGFloorN, c.PGFloorWarmup); err != nil {
+				r.pgErr = err.Error()
+				progress("11 postgres floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
 	if c.runs(8) {
 		section("8. consumed capacity", func() {
 			if r.capacity, err = runCapacity(ctx, e, tmpl, c.CapacityN, c.CapacityC, c.CapacityWarmup, progress("8 capacity")); err != nil {
@@ -331,6 +344,10 @@ func benchMain(args []string) error {
 				failed = append(failed, "API Gateway "+cr.Scenario)
 			}
 		}
+	}
+	failed = append(failed, r.pg.failed()...)
+	if c.runs(11) && r.pgErr != "" {
+		failed = append(failed, "PostgreSQL (not measured: "+r.pgErr+")")
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("calls-per-invocation target missed: %s (see %s)", strings.Join(failed, ", "), c.Out)

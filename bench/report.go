@@ -50,6 +50,9 @@ type report struct {
 
 	apigw    *apigwResult // §10
 	apigwErr string
+
+	pg    *pgResult // §11
+	pgErr string
 }
 
 // target is one line of the summary.
@@ -148,6 +151,7 @@ func (r *report) targets() []target {
 				f.addedP99() < float64(redisAddedP99Target.Microseconds())})
 		}
 	}
+	t = append(t, r.pgTargets()...) // §11, beside §7's Redis floor
 	if r.capacityErr == "" {
 		for _, pair := range r.capacityPairs() {
 			for _, phase := range []string{"new", "replay"} {
@@ -273,7 +277,7 @@ func (r *report) markdown() string {
 	p("| | |\n|---|---|\n")
 	p("| command | `%s` |\n", cmd)
 	if r.redisURL {
-		p("| harness | `%s` (under `scripts/with-dynamodb.sh` and `scripts/with-redis.sh`, which start DynamoDB Local and redis-server) |\n", strings.Join(r.argvRel(), " "))
+		p("| harness | `%s` (under `scripts/with-dynamodb.sh`, `scripts/with-redis.sh` and `scripts/with-postgres.sh`, which start DynamoDB Local, redis-server and PostgreSQL) |\n", strings.Join(r.argvRel(), " "))
 	} else {
 		p("| harness | `%s` (under `scripts/with-dynamodb.sh`, which starts DynamoDB Local; no REDIS_URL) |\n", strings.Join(r.argvRel(), " "))
 	}
@@ -291,6 +295,9 @@ func (r *report) markdown() string {
 	default:
 		p("| DynamoDB | `%s`: its process was not found on this machine, so its CPU time is not reported |\n", localddb.Endpoint())
 	}
+	if r.pg != nil {
+		p("| PostgreSQL | %s, on the same machine, over loopback (`scripts/with-postgres.sh`'s throwaway cluster) |\n", r.pg.Server)
+	}
 	if r.redis != "" {
 		where := "on the same machine, over loopback"
 		if r.redisPID == 0 {
@@ -305,7 +312,7 @@ func (r *report) markdown() string {
 	for _, t := range r.targets() {
 		p("| %s | %s | %s | %s | %s |\n", t.section, t.what, t.want, t.got, verdict(t.met))
 	}
-	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request) is missed; the other targets are reported here. " +
+	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request, §11's PostgreSQL round trips) is missed; the other targets are reported here. " +
 		"Every target is a count or a ratio measured in this one run: absolute times differ from machine to machine, so the " +
 		"sections report them without a target.\n\n")
 	p("Spreads are benchstat's: `median ± x%%`, where x is the larger distance from the median to the ends of a " +
@@ -314,7 +321,7 @@ func (r *report) markdown() string {
 		"Latency percentiles are over all the invocations of one run.\n\n")
 
 	for i, section := range []func(func(string, ...any)){r.writeCalls, r.writeFloor, r.writeCompare, r.writeInproc, r.writeCold, r.writeScale,
-		r.writeRedisFloor, r.writeCapacity, r.writeHTTP, r.writeAPIGW} {
+		r.writeRedisFloor, r.writeCapacity, r.writeHTTP, r.writeAPIGW, r.writePGFloor} {
 		if c.runs(i + 1) {
 			section(p)
 		}
