@@ -8,6 +8,10 @@
 //
 //	go install github.com/idemkit/idemkit/cmd/idemkit@<version>
 //
+// or, until a release is on the module proxy, from a clone:
+//
+//	go -C /path/to/idemkit install ./cmd/idemkit
+//
 // Commands (each has --help):
 //
 //	idemkit id       --prefix P --key K [--scope S]            print a record id
