@@ -8,7 +8,7 @@ import (
 )
 
 // The front doors of this module reach the Engine's plumbing through package
-// door (its doc says why): here is their view of an Engine.
+// frontdoor (its doc says why): here is their view of an Engine.
 func init() {
 	frontdoor.Register(func(engine any) frontdoor.Engine { return (*frontDoor)(engine.(*Engine)) })
 }
@@ -33,3 +33,5 @@ func (d *frontDoor) NotStored(reason error) error { return (*Engine)(d).notStore
 func (d *frontDoor) Logger() *slog.Logger { return (*Engine)(d).logger() }
 
 func (d *frontDoor) Disabled() bool { return d.cfg.disabled }
+
+func (d *frontDoor) Transactional() bool { return d.txs != nil }

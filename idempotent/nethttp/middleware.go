@@ -115,9 +115,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case res.Ran && !x.keyed:
-		// Run without idempotency: the response passed through, or was
-		// held for the handler's transaction, which committed.
-		x.c.deliver()
+		// Run without idempotency: on the real writer, or (with a store
+		// that has transactions) through the capture, whose response passed
+		// through or was held for the handler's transaction, which committed.
+		if x.c.w != nil {
+			x.c.deliver()
+		}
+		x.delivered()
 	case res.Ran:
 		x.answerRun(ctx)
 	case err != nil:
@@ -196,9 +200,20 @@ type exchange struct {
 // httprules.NotStoredError. The handler's request carries ctx, with the
 // core's Invocation.
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
+	transactional := x.h.m.Core.Transactional()
+	if !x.keyed && !transactional {
+		// Run on the real writer, without idempotency: nothing to add.
+		x.h.next.ServeHTTP(x.w, x.r.WithContext(ctx)) // a panic goes to net/http, as without the middleware
+		return nil, nil
+	}
 	x.c.init(x.w, x.h.m.MaxBody)
-	x.c.guard.parent = ctx
-	r := x.r.WithContext(storage.ContextWithTx(ctx, &x.c.guard))
+	r := x.r.WithContext(ctx)
+	if transactional {
+		// The handler's writes commit when it returns: the guard holds the
+		// response until then (see txGuard).
+		x.c.guard.parent = ctx
+		r = x.r.WithContext(storage.ContextWithTx(ctx, &x.c.guard))
+	}
 	if !x.keyed {
 		// The response passes straight through, unless the handler opens
 		// its transaction first: then it is held until the commit.
@@ -320,6 +335,14 @@ func (x *exchange) run(r *http.Request) {
 	x.h.next.ServeHTTP(&x.c, r)
 }
 
+// delivered tells a front door's writer that the handler's own response was
+// passed on (see httprules.DeliveryNotee).
+func (x *exchange) delivered() {
+	if n, ok := x.w.(httprules.DeliveryNotee); ok {
+		n.Delivered()
+	}
+}
+
 // answerRun answers a keyed request that ran the handler, once the record
 // is settled: with its response, whatever happened to the record, or after
 // a panic, a handler error or ErrNoResponse with a 500 problem (a client
@@ -330,9 +353,7 @@ func (x *exchange) run(r *http.Request) {
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
 		x.c.deliver()
-		if n, ok := x.w.(httprules.DeliveryNotee); ok {
-			n.Delivered()
-		}
+		x.delivered()
 		return
 	}
 	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -207,4 +208,37 @@ func TestNoTxWithoutAKeyStreams(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Equal(t, "first second", string(body))
+}
+
+// ownWriter is a ResponseWriter the test can recognize in the handler.
+type ownWriter struct{ http.ResponseWriter }
+
+// TestUnkeyedRequestsGetTheRealWriterWithoutTransactions: over a store
+// without transactions, a request that runs without idempotency (no key
+// under WithOptionalKey) reaches the handler with the server's own writer,
+// as without the middleware (Hijack and 1xx stay available); only a store
+// with transactions makes the middleware hold such a response.
+func TestUnkeyedRequestsGetTheRealWriterWithoutTransactions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store storage.Store
+		real  bool
+	}{
+		{"memory store", idempotent.NewMemoryStore(), true},
+		{"store with transactions", newTxStore(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotReal bool
+			h := nethttp.Middleware(idempotent.New(tc.store, idempotent.WithOptionalKey()))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, gotReal = w.(*ownWriter)
+				w.WriteHeader(http.StatusCreated)
+			}))
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"a":1}`))
+			req.Header.Set("Content-Type", "application/json")
+			h.ServeHTTP(&ownWriter{rec}, req)
+			assert.Equal(t, tc.real, gotReal)
+			assert.Equal(t, http.StatusCreated, rec.Code)
+		})
+	}
 }

@@ -79,6 +79,11 @@ type Engine interface {
 	// made: Do then runs every call's work without idempotency, and a front
 	// door need not derive keys or payloads at all.
 	Disabled() bool
+
+	// Transactional reports whether the Engine's store commits handlers'
+	// writes with the completion (storage.TxStore): only then may a front
+	// door have to hold a response until the commit.
+	Transactional() bool
 }
 
 // of is the function package idempotent registers.
