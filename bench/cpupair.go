@@ -65,17 +65,26 @@ func runCPUPairs(ctx context.Context, e *env, door string, c config, progress fu
 	res := cpuPairs{Door: door, N: c.CPUN, Concurrency: c.CPUC, Warm: c.CPUWarmup, Runs: map[string][]phaseResult{}}
 	args := []string{"-door", door, "-n", strconv.Itoa(c.CPUN), "-c", strconv.Itoa(c.CPUC),
 		"-warmup", strconv.Itoa(c.CPUWarmup), "-phases", "new,replay", "-sync"}
-	paths := []string{"wrapped", "bare"}
 	for round := range c.CPURounds {
 		progress(fmt.Sprintf("client CPU, round %d/%d: %s, wrapped and bare side by side, %d new keys and their replays, %d in flight each",
 			round+1, c.CPURounds, door, c.CPUN, c.CPUC))
-		out, err := e.drivePair(ctx, [2][]string{slices.Concat(args, []string{"-bare=false"}), slices.Concat(args, []string{"-bare=true"})})
+		// Every other round starts the bare driver first, so neither path
+		// always comes first (its process, its table, its "go").
+		pair := [2][]string{slices.Concat(args, []string{"-bare=false"}), slices.Concat(args, []string{"-bare=true"})}
+		if round%2 == 1 {
+			pair[0], pair[1] = pair[1], pair[0]
+		}
+		out, err := e.drivePair(ctx, pair)
 		if err != nil {
 			return res, err
 		}
-		for i, phases := range out {
+		for _, phases := range out {
 			for _, p := range phases {
-				res.Runs[paths[i]+"/"+p.Phase] = append(res.Runs[paths[i]+"/"+p.Phase], p)
+				path := "wrapped"
+				if p.Bare {
+					path = "bare"
+				}
+				res.Runs[path+"/"+p.Phase] = append(res.Runs[path+"/"+p.Phase], p)
 			}
 		}
 	}

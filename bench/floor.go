@@ -20,11 +20,12 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// bare is the floor: the DynamoDB calls an idempotent invocation cannot
-// avoid, made by hand with the SDK and nothing else: no key hashing beyond
-// one SHA-256, no record type, no outcome hook, no logging check, no decoding
-// of the replayed response. Its items have the same attributes and sizes as
-// the wrapper's, and its expressions are the same.
+// bare is the floor: what an idempotent invocation cannot avoid, made by
+// hand with the SDK and nothing else: the DynamoDB calls, one SHA-256 of the
+// key, the response encoded on a first run and decoded on a replay (a
+// duplicate's caller gets the stored response back); no record type, no
+// outcome hook, no logging check. Its items have the same attributes and
+// sizes as the wrapper's, and its expressions are the same.
 type bare struct {
 	client *dynamodb.Client
 	table  string
@@ -198,25 +199,46 @@ func (b *bare) complete(ctx context.Context, id, lease string, data []byte) erro
 	return err
 }
 
-// replay is a duplicate: one claim that fails and returns the record.
+// replay is a duplicate: one claim that fails and returns the record, whose
+// response is decoded for the caller.
 func (b *bare) replay(ctx context.Context, e paymentEvent) error {
 	sum := sha256.Sum256([]byte(e.IdempotencyKey))
 	old, err := b.claim(ctx, "bare#"+hex.EncodeToString(sum[:]), randomHex(16))
 	if err == nil && old == nil {
 		return errors.New("bare: replay claimed a new record")
 	}
+	if err != nil {
+		return err
+	}
+	_, err = storedResponse(old)
 	return err
+}
+
+// storedResponse decodes the response a completed item holds (complete's
+// one-byte prefix, then its JSON): what a replay hands its caller.
+func storedResponse(item map[string]types.AttributeValue) (paymentResult, error) {
+	var out paymentResult
+	data, ok := item["data"].(*types.AttributeValueMemberB)
+	if !ok || len(data.Value) == 0 {
+		return out, errors.New("bare: the record holds no response")
+	}
+	return out, json.Unmarshal(data.Value[1:], &out)
 }
 
 // invoke is one invocation on the floor whatever the record holds: the
 // claim, and for a new key the handler and the completion (the calls of
-// newKey), for a duplicate nothing more (replay's). §2's CPU children run
-// it, as they run the wrapper, over new keys and then their replays.
+// newKey), for a duplicate the stored response decoded (replay's). §2's CPU
+// children run it, as they run the wrapper, over new keys and then their
+// replays.
 func (b *bare) invoke(ctx context.Context, e paymentEvent) error {
 	sum := sha256.Sum256([]byte(e.IdempotencyKey))
 	id, lease := "bare#"+hex.EncodeToString(sum[:]), randomHex(16)
 	old, err := b.claim(ctx, id, lease)
-	if err != nil || old != nil {
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		_, err := storedResponse(old)
 		return err
 	}
 	out, err := chargeHandler(ctx, e)

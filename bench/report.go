@@ -390,8 +390,9 @@ func (r *report) writeFloor(p func(string, ...any)) {
 		"(bench/floor.go): for a new key dynamostore's own claim (its PutItem, captured once from the store and replayed with " +
 		"this call's id, lease and times: the same item, expressions, names and values) and an UpdateItem (the same update " +
 		"and lease condition); for a replay that claim failing with " +
-		"`ReturnValuesOnConditionCheckFailure=ALL_OLD`, without even decoding the returned response. Same client, same " +
-		"table, same 1 KB event and handler.\n\n")
+		"`ReturnValuesOnConditionCheckFailure=ALL_OLD` and the stored response decoded from the returned item (the one " +
+		"thing a replay must do besides the call: give its caller the response). Same client, same table, same 1 KB " +
+		"event and handler.\n\n")
 	r.writeFloorMethod(p, "invocation")
 	writeFloorTable(p, "invocations", r.floor)
 	writeCPUTable(p, r.floorCPU)
@@ -409,8 +410,9 @@ func (r *report) writeFloorMethod(p func(string, ...any), unit string) {
 	p("**Client CPU**: the Go driver (`idembench drive -door … [-bare]`, bench/drive.go) in a process of its own for each "+
 		"path, so the process's CPU time (`getrusage(RUSAGE_SELF)`, user + system, over each measured phase) is that "+
 		"path's alone: the SDK's, the handler's and, wrapped, idemkit's; DynamoDB Local's is not in it. Each run: %d "+
-		"unmeasured warm-up invocations, %d new keys, then the same %d keys replayed, %d in flight; wrapped and bare "+
-		"alternate (A/B, B/A, …) for %d rounds, and the gate is the median of the rounds' ratios, with its spread. The "+
+		"unmeasured warm-up invocations, %d new keys, then the same %d keys replayed, %d in flight; the wrapped and the bare "+
+		"driver run side by side, each phase started in both at once, the one started first alternating by round, for %d "+
+		"rounds; the gate is the median of the rounds' ratios, with its spread. The "+
 		"requests or events are built before each phase is measured.\n\n", c.CPUWarmup, c.CPUN, c.CPUN, c.CPUC, c.CPURounds)
 }
 
