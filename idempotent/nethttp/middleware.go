@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,14 +91,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			call.Key = key
-			if x.body, err = m.readBody(r); err != nil {
+			fr := httprules.Request{Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
+				ContentType: r.Header.Get("Content-Type")}
+			if x.body, err = m.readBody(r, fr.FingerprintRoom()); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
-			fp, err := httprules.AppendFingerprint(nil, &httprules.Request{
-				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
-				ContentType: r.Header.Get("Content-Type"), Body: x.body,
-			})
+			fr.Body = x.body
+			// Into the body's spare capacity: one allocation for both.
+			fp, err := httprules.AppendFingerprint(x.body[len(x.body):], &fr)
 			if err != nil {
 				m.refuse(w, r, call, err)
 				return
@@ -147,25 +149,40 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdo
 	writeProblem(w, p)
 }
 
-// readBody reads the request body once, up to the limit.
-func (m *middleware) readBody(r *http.Request) ([]byte, error) {
+// readBody reads the request body once, up to the limit, into a buffer
+// with room to spare after it for the body's fingerprint: room, and twice
+// the body's length (a JSON body's canonical form, and the room
+// canonjson.Append takes to sort an object's members).
+func (m *middleware) readBody(r *http.Request, room int) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
 	if r.ContentLength > m.MaxBody {
 		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 	}
-	// A declared length sizes the buffer (ReadFrom wants MinRead to spare);
-	// one byte past the limit tells a body at the limit from a longer one.
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.MaxBody+1))
-	switch {
-	case err != nil:
-		return nil, m.readError(err)
-	case int64(buf.Len()) > m.MaxBody:
-		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+	// A declared length sizes the buffer, with a byte to spare for the read
+	// that finds the end; an undeclared one starts at 512 bytes and grows.
+	// One byte past the limit tells a body at the limit from a longer one.
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1
 	}
-	return buf.Bytes(), nil
+	buf := make([]byte, 0, 3*size+int64(room))
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf)) // (an undeclared or wrong length)
+		}
+		n, err := r.Body.Read(buf[len(buf):min(int64(cap(buf)), m.MaxBody+1)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case int64(len(buf)) > m.MaxBody:
+			return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return nil, m.readError(err)
+		}
+	}
 }
 
 // readError is the refusal of a request whose body failed to read: 413 past
@@ -191,7 +208,7 @@ type exchange struct {
 	reqBody  requestBody         // the handler's request body (keyed requests)
 	err      error               // the handler's failure: its panic (*httprules.PanicError), its error (a typed handler's, see httprules.HandlerError), or ErrNoResponse
 	stored   *httprules.Response // the stored response accept decoded, on a replay
-	replBody []byte              // its body, decoded
+	replBody []byte              // its body, decoded from base64 (else it is stored.Body)
 }
 
 // work is what the core makes idempotent: it runs the handler and returns
@@ -384,8 +401,6 @@ func (x *exchange) accept(raw []byte) error {
 		if x.replBody, err = base64.StdEncoding.DecodeString(s.Body); err != nil {
 			return fmt.Errorf("stored body: %w", err)
 		}
-	} else {
-		x.replBody = []byte(s.Body)
 	}
 	x.stored = s
 	return nil
@@ -405,10 +420,18 @@ func (x *exchange) replay() {
 	for _, c := range s.Cookies {
 		h.Add("Set-Cookie", c)
 	}
+	n := len(s.Body)
+	if s.IsBase64Encoded {
+		n = len(x.replBody)
+	}
 	h.Set(HeaderReplayed, "true")
 	if h.Get("Content-Length") == "" {
-		h.Set("Content-Length", strconv.Itoa(len(x.replBody)))
+		h.Set("Content-Length", strconv.Itoa(n))
 	}
 	x.w.WriteHeader(s.StatusCode)
-	_, _ = x.w.Write(x.replBody)
+	if s.IsBase64Encoded {
+		_, _ = x.w.Write(x.replBody)
+	} else {
+		_, _ = io.WriteString(x.w, s.Body) // net/http's writer takes a string without a copy
+	}
 }

@@ -26,8 +26,9 @@ var (
 // keys, invalid UTF-8, trailing data and nesting deeper than MaxDepth are errors.
 func Canonicalize(data []byte) ([]byte, error) {
 	// The canonical form is rarely longer than the input (only escapes such
-	// as \u003c for < make it so): one allocation for it in the common case.
-	out, err := Append(make([]byte, 0, len(data)), data)
+	// as \u003c for < make it so), and sorting an object takes as much room
+	// again as the object: one allocation for both in the common case.
+	out, err := Append(make([]byte, 0, 2*len(data)), data)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,6 @@ type parser struct {
 	text      []byte // the document
 	pos       int    // the next byte of text to read
 	unescaped []byte // the strings that held escapes, decoded, one after another
-	scratch   []byte // an object's members while they are reordered
 }
 
 // invalid returns ErrInvalid, saying what was wrong at p.pos.
@@ -382,7 +382,9 @@ func (p *parser) object(out []byte, depth int) ([]byte, error) {
 // sortMembers sorts the members of an object, which end out, by key,
 // checking that none appears twice, and rewrites them in order where they
 // are: the object's length does not change, so the offsets of the members
-// of the objects around it stay right.
+// of the objects around it stay right. The sorted members are put together
+// past the end of out first, in its spare capacity when it has enough (a
+// caller that gives it that much room saves an allocation).
 func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 	var room [16]int
 	order := room[:0] // indexes into ms, sorted rather than the members
@@ -400,17 +402,14 @@ func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 	if !moved {
 		return out, nil
 	}
-	from := ms[0].start   // where the members start in out
-	if p.scratch == nil { // one buffer for most documents' objects
-		p.scratch = make([]byte, 0, len(p.text))
-	}
-	p.scratch = append(p.scratch[:0], out[from:]...)
-	out = out[:from]
+	from, end := ms[0].start, len(out) // the members, in out
+	out = slices.Grow(out, end-from)
 	for k, i := range order {
 		if k > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, p.scratch[ms[i].start-from:ms[i].end-from]...)
+		out = append(out, out[ms[i].start:ms[i].end]...)
 	}
-	return out, nil
+	copy(out[from:end], out[end:])
+	return out[:end], nil
 }
