@@ -75,7 +75,7 @@ func newDoor[Req, Resp any](core *idempotent.Engine, handler func(context.Contex
 // invocation is one event on its way through the middleware, carried by the
 // request's context.
 type invocation[Req, Resp any] struct {
-	ev      *Req
+	ev      Req  // the event, copied here: one allocation for both
 	out     Resp // the handler's response, once done
 	running bool // the handler is running: a panic now is its own
 	done    bool // the handler returned a response and no error: out is its client's answer
@@ -87,7 +87,7 @@ type invocationKey struct{}
 
 // serve answers one event. It never panics and never fails: every outcome
 // is an HTTP response.
-func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
+func (d *door[Req, Resp]) serve(ctx context.Context, ev Req) (out Resp) {
 	inv := &invocation[Req, Resp]{ev: ev}
 	defer func() {
 		// What net/http's server does for its handlers, Lambda does not: a
@@ -97,7 +97,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 			out = d.recovered(ctx, inv, v)
 		}
 	}()
-	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), ev)
+	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), &inv.ev)
 	if err != nil {
 		d.core.Logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
@@ -122,7 +122,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 func (d *door[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inv := r.Context().Value(invocationKey{}).(*invocation[Req, Resp])
 	inv.running = true
-	out, err := d.handler(r.Context(), *inv.ev)
+	out, err := d.handler(r.Context(), inv.ev)
 	inv.running = false
 	if err != nil {
 		panic(&httprules.HandlerError{Err: err})
@@ -159,7 +159,7 @@ func (d *door[Req, Resp]) recovered(ctx context.Context, inv *invocation[Req, Re
 // warning: it usually means an authorizer with simple responses.
 func (d *door[Req, Resp]) scope(r *http.Request) (string, error) {
 	inv := r.Context().Value(invocationKey{}).(*invocation[Req, Resp])
-	scope, lambdaAuth := d.caller(inv.ev)
+	scope, lambdaAuth := d.caller(&inv.ev)
 	if lambdaAuth == nil {
 		return scope, nil
 	}
@@ -196,7 +196,8 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 	if p, err := url.PathUnescape(path); err == nil && p != path {
 		u.Path, u.RawPath = p, path
 	}
-	r := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: header, Body: http.NoBody}
+	// A value, which WithContext copies: one Request on the heap, not two.
+	r := http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: header, Body: http.NoBody}
 	if b64 {
 		if dec, err := base64.StdEncoding.DecodeString(body); err == nil {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(dec)), int64(len(dec))
@@ -204,27 +205,59 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 		}
 	}
 	if body != "" {
-		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+		r.Body, r.ContentLength = &stringBody{Reader: strings.NewReader(body)}, int64(len(body))
 	}
 	return r.WithContext(ctx)
 }
+
+// stringBody is an event's body as a request's: io.NopCloser's, in one
+// allocation fewer.
+type stringBody struct{ *strings.Reader }
+
+// Close does nothing.
+func (stringBody) Close() error { return nil }
+
 
 // addSingle adds an event's single-value headers to h under their
 // canonical names, none of which h holds yet.
 func addSingle(h http.Header, m map[string]string) {
 	clash := false
+	values := make([]string, 0, len(m)) // one slice for all values, each header's a capped part
 	for k, v := range m {
-		ck := http.CanonicalHeaderKey(k)
+		ck := canonicalKey(k)
 		if _, ok := h[ck]; ok {
 			clash = true
 			continue
 		}
-		h[ck] = []string{v}
+		values = append(values, v)
+		h[ck] = values[len(values)-1 : len(values) : len(values)]
 	}
 	if clash {
 		mergeSorted(h, m, func(v string) []string { return []string{v} })
 	}
 }
+
+// canonicalKey is http.CanonicalHeaderKey(name), without allocating for
+// the lower-case names API Gateway (payload 2.0) sends most often, which
+// net/http does not intern itself (it does Content-Type, User-Agent, ...).
+func canonicalKey(name string) string {
+	if ck, ok := apiGatewayHeaders[name]; ok {
+		return ck
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
+// apiGatewayHeaders maps frequent header names, as payload 2.0 events hold
+// them, to their canonical form.
+var apiGatewayHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, ck := range []string{nethttp.HeaderIdempotencyKey, "Authorization", "X-Amzn-Trace-Id", "X-Forwarded-Port", "X-Forwarded-Proto",
+		"X-Forwarded-For", "Content-Type", "Content-Length", "Accept", "Accept-Encoding", "Host", "User-Agent", "Origin", "Referer",
+		"X-Request-Id", "X-Api-Key", "X-Amz-Date", "X-Amz-Security-Token", "Cookie", "Traceparent", "Tracestate"} {
+		m[strings.ToLower(ck)] = ck
+	}
+	return m
+}()
 
 // addMulti adds an event's multi-value headers to h under their canonical
 // names, none of which h holds yet.

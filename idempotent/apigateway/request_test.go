@@ -150,3 +150,17 @@ func TestBodies(t *testing.T) {
 	assert.Contains(t, deep.Body, "nested too deeply")
 	assert.Equal(t, runs, len(bodies))
 }
+
+// TestCanonicalKey checks the table of frequent header names against
+// net/http's canonical form, and names outside it.
+func TestCanonicalKey(t *testing.T) {
+	t.Parallel()
+	require.NotEmpty(t, apiGatewayHeaders)
+	for name, ck := range apiGatewayHeaders {
+		assert.Equal(t, http.CanonicalHeaderKey(name), ck, name)
+		assert.Equal(t, strings.ToLower(ck), name)
+	}
+	for _, name := range []string{"x-custom-thing", "X-CUSTOM", "idempotency-key", "Idempotency-Key", "IDEMPOTENCY-KEY", "bad header", "ünicode", ""} {
+		assert.Equal(t, http.CanonicalHeaderKey(name), canonicalKey(name), name)
+	}
+}
