@@ -127,7 +127,7 @@ func (d *door[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		panic(&httprules.HandlerError{Err: err})
 	}
-	inv.out, inv.done = out, true
+	inv.out, inv.done, inv.rec.answered = out, true, true
 	d.write(w, &inv.out)
 }
 
@@ -205,18 +205,19 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 		}
 	}
 	if body != "" {
-		r.Body, r.ContentLength = &stringBody{Reader: strings.NewReader(body)}, int64(len(body))
+		sb := new(stringBody)
+		sb.Reset(body)
+		r.Body, r.ContentLength = sb, int64(len(body))
 	}
 	return r.WithContext(ctx)
 }
 
 // stringBody is an event's body as a request's: io.NopCloser's, in one
 // allocation fewer.
-type stringBody struct{ *strings.Reader }
+type stringBody struct{ strings.Reader }
 
 // Close does nothing.
-func (stringBody) Close() error { return nil }
-
+func (*stringBody) Close() error { return nil }
 
 // addSingle adds an event's single-value headers to h under their
 // canonical names, none of which h holds yet.
@@ -365,7 +366,12 @@ type recorder struct {
 	status    int
 	body      strings.Builder
 	delivered bool // the middleware passed the handler's response on
+	answered  bool // the typed handler returned its response: once delivered, the event's answer (see serve)
 }
+
+// dropped reports whether a write is of the handler's own response on its
+// way to its client, who gets the typed response instead: it is not kept.
+func (w *recorder) dropped() bool { return w.delivered && w.answered }
 
 // Delivered implements httprules.DeliveryNotee.
 func (w *recorder) Delivered() { w.delivered = true }
@@ -385,11 +391,17 @@ func (w *recorder) WriteHeader(status int) {
 
 func (w *recorder) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
+	if w.dropped() {
+		return len(p), nil
+	}
 	return w.body.Write(p)
 }
 
 func (w *recorder) WriteString(s string) (int, error) {
 	w.WriteHeader(http.StatusOK)
+	if w.dropped() {
+		return len(s), nil
+	}
 	return w.body.WriteString(s)
 }
 

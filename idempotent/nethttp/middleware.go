@@ -120,10 +120,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Run without idempotency: on the real writer, or (with a store
 		// that has transactions) through the capture, whose response passed
 		// through or was held for the handler's transaction, which committed.
+		x.delivered()
 		if x.c.w != nil {
 			x.c.deliver()
 		}
-		x.delivered()
 	case res.Ran:
 		x.answerRun(ctx)
 	case err != nil:
@@ -352,8 +352,9 @@ func (x *exchange) run(r *http.Request) {
 	x.h.next.ServeHTTP(&x.c, r)
 }
 
-// delivered tells a front door's writer that the handler's own response was
-// passed on (see httprules.DeliveryNotee).
+// delivered tells a front door's writer that the handler's own response is
+// passed on (see httprules.DeliveryNotee), before what was buffered of it is
+// written.
 func (x *exchange) delivered() {
 	if n, ok := x.w.(httprules.DeliveryNotee); ok {
 		n.Delivered()
@@ -369,8 +370,8 @@ func (x *exchange) delivered() {
 // client must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
-		x.c.deliver()
 		x.delivered()
+		x.c.deliver()
 		return
 	}
 	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped
