@@ -425,9 +425,12 @@ func (x *exchange) replay() {
 	if s.IsBase64Encoded {
 		n = len(x.replBody)
 	}
-	h.Set(HeaderReplayed, "true")
+	added := make([]string, 0, 2) // the values added, in one slice
+	added = append(added, "true")
+	h[HeaderReplayed] = added[0:1:1] // canonical, as HeaderReplayed is
 	if h.Get("Content-Length") == "" {
-		h.Set("Content-Length", strconv.Itoa(n))
+		added = append(added, strconv.Itoa(n))
+		h["Content-Length"] = added[1:2:2]
 	}
 	x.w.WriteHeader(s.StatusCode)
 	if s.IsBase64Encoded {
