@@ -222,18 +222,15 @@ func (*stringBody) Close() error { return nil }
 // addSingle adds an event's single-value headers to h under their
 // canonical names, none of which h holds yet.
 func addSingle(h http.Header, m map[string]string) {
-	clash := false
-	values := make([]string, 0, len(m)) // one slice for all values, each header's a capped part
+	before := len(h)
+	values := make([]string, len(m)) // one slice for all values, each header's a capped part
+	i := 0
 	for k, v := range m {
-		ck := canonicalKey(k)
-		if _, ok := h[ck]; ok {
-			clash = true
-			continue
-		}
-		values = append(values, v)
-		h[ck] = values[len(values)-1 : len(values) : len(values)]
+		values[i] = v
+		h[canonicalKey(k)] = values[i : i+1 : i+1]
+		i++
 	}
-	if clash {
+	if len(h)-before < len(m) { // two names with one canonical form: set in the map's order, set again in theirs
 		mergeSorted(h, m, func(v string) []string { return []string{v} })
 	}
 }
