@@ -26,9 +26,8 @@ var (
 // keys, invalid UTF-8, trailing data and nesting deeper than MaxDepth are errors.
 func Canonicalize(data []byte) ([]byte, error) {
 	// The canonical form is rarely longer than the input (only escapes such
-	// as \u003c for < make it so), and sorting an object takes as much room
-	// again as the object: one allocation for both in the common case.
-	out, err := Append(make([]byte, 0, 2*len(data)), data)
+	// as \u003c for < make it so): one allocation for it in the common case.
+	out, err := Append(make([]byte, 0, len(data)), data)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +81,7 @@ type parser struct {
 	text      []byte // the document
 	pos       int    // the next byte of text to read
 	unescaped []byte // the strings that held escapes, decoded, one after another
+	scratch   []byte // an object's members while they are reordered, when the output has no room for them
 }
 
 // invalid returns ErrInvalid, saying what was wrong at p.pos.
@@ -383,8 +383,9 @@ func (p *parser) object(out []byte, depth int) ([]byte, error) {
 // checking that none appears twice, and rewrites them in order where they
 // are: the object's length does not change, so the offsets of the members
 // of the objects around it stay right. The sorted members are put together
-// past the end of out first, in its spare capacity when it has enough (a
-// caller that gives it that much room saves an allocation).
+// past the end of out first, when its spare capacity has room for them (a
+// caller that gives it as much room again as the input saves an
+// allocation: nethttp does), else in a scratch buffer.
 func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 	var room [16]int
 	order := room[:0] // indexes into ms, sorted rather than the members
@@ -403,13 +404,23 @@ func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 		return out, nil
 	}
 	from, end := ms[0].start, len(out) // the members, in out
-	out = slices.Grow(out, end-from)
+	inOut := cap(out)-end >= end-from
+	sorted := out[end:end]
+	if !inOut {
+		if p.scratch == nil { // one buffer for most documents' objects
+			p.scratch = make([]byte, 0, len(p.text))
+		}
+		sorted = p.scratch[:0]
+	}
 	for k, i := range order {
 		if k > 0 {
-			out = append(out, ',')
+			sorted = append(sorted, ',')
 		}
-		out = append(out, out[ms[i].start:ms[i].end]...)
+		sorted = append(sorted, out[ms[i].start:ms[i].end]...)
 	}
-	copy(out[from:end], out[end:])
-	return out[:end], nil
+	copy(out[from:end], sorted)
+	if !inOut {
+		p.scratch = sorted // grown or not, for the next object
+	}
+	return out, nil
 }
