@@ -93,7 +93,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			call.Key = key
 			fr := httprules.Request{Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type")}
-			if x.body, err = m.readBody(r, fr.FingerprintRoom()); err != nil {
+			// Room to sort a JSON body's objects for its canonical form: for a
+			// Content-Type that names JSON (a guess is enough: IsJSON parses).
+			sortRoom := strings.Contains(strings.ToLower(fr.ContentType), "json")
+			if x.body, err = m.readBody(r, fr.FingerprintRoom(), sortRoom); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
@@ -150,10 +153,11 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdo
 }
 
 // readBody reads the request body once, up to the limit, into a buffer
-// with room to spare after it for the body's fingerprint: room, and twice
-// the body's length (a JSON body's canonical form, and the room
-// canonjson.Append takes to sort an object's members).
-func (m *middleware) readBody(r *http.Request, room int) ([]byte, error) {
+// with room to spare after it for the body's fingerprint: room, the body's
+// length (the body, or a JSON body's canonical form, in the fingerprint)
+// and, with sortRoom, the body's length again (the room canonjson.Append
+// takes to sort an object's members).
+func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -167,7 +171,11 @@ func (m *middleware) readBody(r *http.Request, room int) ([]byte, error) {
 	if r.ContentLength >= 0 {
 		size = r.ContentLength + 1
 	}
-	buf := make([]byte, 0, 3*size+int64(room))
+	copies := int64(2)
+	if sortRoom {
+		copies = 3
+	}
+	buf := make([]byte, 0, copies*size+int64(room))
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, len(buf)) // (an undeclared or wrong length)
