@@ -39,10 +39,6 @@ func appendQuoted[S string | []byte](dst []byte, s S) []byte {
 func QuotedLen(s string) int {
 	n := len(s) + len(`""`)
 	for i := 0; i < len(s); {
-		if asIs[s[i]] {
-			i++
-			continue
-		}
 		esc, size := escape(s, i)
 		if esc != "" {
 			n += len(esc) - size

@@ -1,6 +1,7 @@
 package httprules
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -45,6 +46,30 @@ type NotStoredError struct {
 // Error names the status.
 func (e *NotStoredError) Error() string {
 	return fmt.Sprintf("idempotent: status %d is not stored", e.Status)
+}
+
+// Encode serializes a stored form for the record: json.Marshal's bytes are
+// the stored format.
+func Encode(r *Response) ([]byte, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("idempotent: encode the response: %w", err)
+	}
+	return raw, nil
+}
+
+// Decode reads a stored form before it is replayed. A status no front door
+// ever stores means the record is not an HTTP front door's, or is damaged:
+// replaying it would answer garbage.
+func Decode(raw []byte) (*Response, error) {
+	var r Response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	if !Storable(r.StatusCode) {
+		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
+	}
+	return &r, nil
 }
 
 // Filter decides which response headers are stored and replayed. Build it
