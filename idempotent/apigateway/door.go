@@ -75,7 +75,7 @@ func newDoor[Req, Resp any](core *idempotent.Engine, handler func(context.Contex
 // invocation is one event on its way through the middleware, carried by the
 // request's context.
 type invocation[Req, Resp any] struct {
-	ev      *Req
+	ev      Req  // the event, copied here: one allocation for both
 	out     Resp // the handler's response, once done
 	running bool // the handler is running: a panic now is its own
 	done    bool // the handler returned a response and no error: out is its client's answer
@@ -87,7 +87,7 @@ type invocationKey struct{}
 
 // serve answers one event. It never panics and never fails: every outcome
 // is an HTTP response.
-func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
+func (d *door[Req, Resp]) serve(ctx context.Context, ev Req) (out Resp) {
 	inv := &invocation[Req, Resp]{ev: ev}
 	defer func() {
 		// What net/http's server does for its handlers, Lambda does not: a
@@ -97,7 +97,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 			out = d.recovered(ctx, inv, v)
 		}
 	}()
-	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), ev)
+	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), &inv.ev)
 	if err != nil {
 		d.core.Logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
@@ -122,12 +122,12 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev *Req) (out Resp) {
 func (d *door[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inv := r.Context().Value(invocationKey{}).(*invocation[Req, Resp])
 	inv.running = true
-	out, err := d.handler(r.Context(), *inv.ev)
+	out, err := d.handler(r.Context(), inv.ev)
 	inv.running = false
 	if err != nil {
 		panic(&httprules.HandlerError{Err: err})
 	}
-	inv.out, inv.done = out, true
+	inv.out, inv.done, inv.rec.answered = out, true, true
 	d.write(w, &inv.out)
 }
 
@@ -159,7 +159,7 @@ func (d *door[Req, Resp]) recovered(ctx context.Context, inv *invocation[Req, Re
 // warning: it usually means an authorizer with simple responses.
 func (d *door[Req, Resp]) scope(r *http.Request) (string, error) {
 	inv := r.Context().Value(invocationKey{}).(*invocation[Req, Resp])
-	scope, lambdaAuth := d.caller(inv.ev)
+	scope, lambdaAuth := d.caller(&inv.ev)
 	if lambdaAuth == nil {
 		return scope, nil
 	}
@@ -196,7 +196,8 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 	if p, err := url.PathUnescape(path); err == nil && p != path {
 		u.Path, u.RawPath = p, path
 	}
-	r := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: header, Body: http.NoBody}
+	// A value, which WithContext copies: one Request on the heap, not two.
+	r := http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: header, Body: http.NoBody}
 	if b64 {
 		if dec, err := base64.StdEncoding.DecodeString(body); err == nil {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(dec)), int64(len(dec))
@@ -204,27 +205,57 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 		}
 	}
 	if body != "" {
-		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+		sb := new(stringBody)
+		sb.Reset(body)
+		r.Body, r.ContentLength = sb, int64(len(body))
 	}
 	return r.WithContext(ctx)
 }
 
+// stringBody is an event's body as a request's: io.NopCloser's, in one
+// allocation fewer.
+type stringBody struct{ strings.Reader }
+
+// Close does nothing.
+func (*stringBody) Close() error { return nil }
+
 // addSingle adds an event's single-value headers to h under their
 // canonical names, none of which h holds yet.
 func addSingle(h http.Header, m map[string]string) {
-	clash := false
+	before := len(h)
+	values := make([]string, len(m)) // one slice for all values, each header's a capped part
+	i := 0
 	for k, v := range m {
-		ck := http.CanonicalHeaderKey(k)
-		if _, ok := h[ck]; ok {
-			clash = true
-			continue
-		}
-		h[ck] = []string{v}
+		values[i] = v
+		h[canonicalKey(k)] = values[i : i+1 : i+1]
+		i++
 	}
-	if clash {
+	if len(h)-before < len(m) { // two names with one canonical form: set in the map's order, set again in theirs
 		mergeSorted(h, m, func(v string) []string { return []string{v} })
 	}
 }
+
+// canonicalKey is http.CanonicalHeaderKey(name), without allocating for
+// the lower-case names API Gateway (payload 2.0) sends most often, which
+// net/http does not intern itself (it does Content-Type, User-Agent, ...).
+func canonicalKey(name string) string {
+	if ck, ok := apiGatewayHeaders[name]; ok {
+		return ck
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
+// apiGatewayHeaders maps frequent header names, as payload 2.0 events hold
+// them, to their canonical form.
+var apiGatewayHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, ck := range []string{nethttp.HeaderIdempotencyKey, "Authorization", "X-Amzn-Trace-Id", "X-Forwarded-Port", "X-Forwarded-Proto",
+		"X-Forwarded-For", "Content-Type", "Content-Length", "Accept", "Accept-Encoding", "Host", "User-Agent", "Origin", "Referer",
+		"X-Request-Id", "X-Api-Key", "X-Amz-Date", "X-Amz-Security-Token", "Cookie", "Traceparent", "Tracestate"} {
+		m[strings.ToLower(ck)] = ck
+	}
+	return m
+}()
 
 // addMulti adds an event's multi-value headers to h under their canonical
 // names, none of which h holds yet.
@@ -332,7 +363,12 @@ type recorder struct {
 	status    int
 	body      strings.Builder
 	delivered bool // the middleware passed the handler's response on
+	answered  bool // the typed handler returned its response: once delivered, the event's answer (see serve)
 }
+
+// dropped reports whether a write is of the handler's own response on its
+// way to its client, who gets the typed response instead: it is not kept.
+func (w *recorder) dropped() bool { return w.delivered && w.answered }
 
 // Delivered implements httprules.DeliveryNotee.
 func (w *recorder) Delivered() { w.delivered = true }
@@ -352,11 +388,17 @@ func (w *recorder) WriteHeader(status int) {
 
 func (w *recorder) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
+	if w.dropped() {
+		return len(p), nil
+	}
 	return w.body.Write(p)
 }
 
 func (w *recorder) WriteString(s string) (int, error) {
 	w.WriteHeader(http.StatusOK)
+	if w.dropped() {
+		return len(s), nil
+	}
 	return w.body.WriteString(s)
 }
 

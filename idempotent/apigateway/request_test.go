@@ -150,3 +150,39 @@ func TestBodies(t *testing.T) {
 	assert.Contains(t, deep.Body, "nested too deeply")
 	assert.Equal(t, runs, len(bodies))
 }
+
+// TestCanonicalKey checks the table of frequent header names against
+// net/http's canonical form, and names outside it.
+func TestCanonicalKey(t *testing.T) {
+	t.Parallel()
+	require.NotEmpty(t, apiGatewayHeaders)
+	for name, ck := range apiGatewayHeaders {
+		assert.Equal(t, http.CanonicalHeaderKey(name), ck, name)
+		assert.Equal(t, strings.ToLower(ck), name)
+	}
+	for _, name := range []string{"x-custom-thing", "X-CUSTOM", "idempotency-key", "Idempotency-Key", "IDEMPOTENCY-KEY", "bad header", "ünicode", ""} {
+		assert.Equal(t, http.CanonicalHeaderKey(name), canonicalKey(name), name)
+	}
+}
+
+// TestHeaderNamesInTwoCases: names of an event's header map that differ
+// only in case (possible in hand-written events) give the canonical name
+// the values of all of them, in the order of the names, whatever the map's
+// order; other headers keep their one value.
+func TestHeaderNamesInTwoCases(t *testing.T) {
+	t.Parallel()
+	for range 20 { // map order varies from run to run
+		v2 := events.APIGatewayV2HTTPRequest{RawPath: "/p", Headers: map[string]string{
+			"x-a": "1", "X-A": "2", "x-A": "3", "idempotency-key": "k", "content-type": "text/plain", "x-b": "4"}}
+		v2.RequestContext.HTTP.Method = "POST"
+		r, err := requestV2(context.Background(), &v2)
+		require.NoError(t, err)
+		assert.Equal(t, http.Header{"X-A": {"2", "3", "1"}, "Idempotency-Key": {"k"}, "Content-Type": {"text/plain"}, "X-B": {"4"}}, r.Header)
+
+		v1 := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/p",
+			MultiValueHeaders: map[string][]string{"x-a": {"1"}, "X-A": {"2", "3"}, "idempotency-key": {"k"}}}
+		r, err = requestV1(context.Background(), &v1)
+		require.NoError(t, err)
+		assert.Equal(t, http.Header{"X-A": {"2", "3", "1"}, "Idempotency-Key": {"k"}}, r.Header)
+	}
+}

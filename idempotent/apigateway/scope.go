@@ -25,11 +25,17 @@ const (
 // ("jwt:3:iss:5:alice"), so no two callers share an encoding whatever their
 // parts contain.
 func principal(kind string, parts ...string) string {
+	n := len(kind)
+	for _, p := range parts {
+		n += len("::") + 20 + len(p) // 20: the longest length
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation
 	b.WriteString(kind)
+	var num [20]byte
 	for _, p := range parts {
 		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(len(p)))
+		b.Write(strconv.AppendInt(num[:0], int64(len(p)), 10))
 		b.WriteByte(':')
 		b.WriteString(p)
 	}

@@ -28,7 +28,7 @@ func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 		request: requestV1, write: writeV1, response: responseV1, caller: callerV1,
 	}, opts)
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		return d.serve(ctx, &ev), nil
+		return d.serve(ctx, ev), nil
 	}
 }
 

@@ -29,7 +29,7 @@ func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 		request: requestV2, write: writeV2, response: responseV2, caller: callerV2,
 	}, opts)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return d.serve(ctx, &ev), nil
+		return d.serve(ctx, ev), nil
 	}
 }
 

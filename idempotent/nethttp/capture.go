@@ -227,15 +227,28 @@ func (c *capture) discard() { restore(c.w.Header(), c.outer) }
 // values) before this one, which they set again for a duplicate, and without
 // trailers. The header filter of httprules drops the rest.
 func (c *capture) storedHeader() map[string][]string {
+	left := func(k string, v []string) bool {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+		ov, ok := c.outer[k]
+		return ok && sameValues(ov, v)
+	}
+	whole := true
+	for k, v := range c.sent {
+		if left(k, v) {
+			whole = false
+			break
+		}
+	}
+	if whole {
+		return c.sent // the usual case: c.sent is the capture's own copy, and the record's as it is
+	}
 	out := make(map[string][]string, len(c.sent))
 	for k, v := range c.sent {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			continue
+		if !left(k, v) {
+			out[k] = v
 		}
-		if ov, ok := c.outer[k]; ok && sameValues(ov, v) {
-			continue
-		}
-		out[k] = v
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,14 +91,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			call.Key = key
-			if x.body, err = m.readBody(r); err != nil {
+			fr := httprules.Request{Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
+				ContentType: r.Header.Get("Content-Type")}
+			// Room to sort a JSON body's objects for its canonical form: for a
+			// Content-Type that names JSON (a guess is enough: IsJSON parses).
+			sortRoom := strings.Contains(strings.ToLower(fr.ContentType), "json")
+			if x.body, err = m.readBody(r, fr.FingerprintRoom(), sortRoom); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
-			fp, err := httprules.AppendFingerprint(nil, &httprules.Request{
-				Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
-				ContentType: r.Header.Get("Content-Type"), Body: x.body,
-			})
+			fr.Body = x.body
+			// Into the body's spare capacity: one allocation for both.
+			fp, err := httprules.AppendFingerprint(x.body[len(x.body):], &fr)
 			if err != nil {
 				m.refuse(w, r, call, err)
 				return
@@ -118,10 +123,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Run without idempotency: on the real writer, or (with a store
 		// that has transactions) through the capture, whose response passed
 		// through or was held for the handler's transaction, which committed.
+		x.delivered()
 		if x.c.w != nil {
 			x.c.deliver()
 		}
-		x.delivered()
 	case res.Ran:
 		x.answerRun(ctx)
 	case err != nil:
@@ -147,25 +152,45 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdo
 	writeProblem(w, p)
 }
 
-// readBody reads the request body once, up to the limit.
-func (m *middleware) readBody(r *http.Request) ([]byte, error) {
+// readBody reads the request body once, up to the limit, into a buffer
+// with room to spare after it for the body's fingerprint: room, the body's
+// length (the body, or a JSON body's canonical form, in the fingerprint)
+// and, with sortRoom, the body's length again (the room canonjson.Append
+// takes to sort an object's members).
+func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
 	if r.ContentLength > m.MaxBody {
 		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
 	}
-	// A declared length sizes the buffer (ReadFrom wants MinRead to spare);
-	// one byte past the limit tells a body at the limit from a longer one.
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, m.MaxBody+1))
-	switch {
-	case err != nil:
-		return nil, m.readError(err)
-	case int64(buf.Len()) > m.MaxBody:
-		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+	// A declared length sizes the buffer, with a byte to spare for the read
+	// that finds the end; an undeclared one starts at 512 bytes and grows.
+	// One byte past the limit tells a body at the limit from a longer one.
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1
 	}
-	return buf.Bytes(), nil
+	copies := int64(2)
+	if sortRoom {
+		copies = 3
+	}
+	buf := make([]byte, 0, copies*size+int64(room))
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf)) // (an undeclared or wrong length)
+		}
+		n, err := r.Body.Read(buf[len(buf):min(int64(cap(buf)), m.MaxBody+1)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case int64(len(buf)) > m.MaxBody:
+			return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return nil, m.readError(err)
+		}
+	}
 }
 
 // readError is the refusal of a request whose body failed to read: 413 past
@@ -191,7 +216,7 @@ type exchange struct {
 	reqBody  requestBody         // the handler's request body (keyed requests)
 	err      error               // the handler's failure: its panic (*httprules.PanicError), its error (a typed handler's, see httprules.HandlerError), or ErrNoResponse
 	stored   *httprules.Response // the stored response accept decoded, on a replay
-	replBody []byte              // its body, decoded
+	replBody []byte              // its body, decoded from base64 (else it is stored.Body)
 }
 
 // work is what the core makes idempotent: it runs the handler and returns
@@ -335,8 +360,9 @@ func (x *exchange) run(r *http.Request) {
 	x.h.next.ServeHTTP(&x.c, r)
 }
 
-// delivered tells a front door's writer that the handler's own response was
-// passed on (see httprules.DeliveryNotee).
+// delivered tells a front door's writer that the handler's own response is
+// passed on (see httprules.DeliveryNotee), before what was buffered of it is
+// written.
 func (x *exchange) delivered() {
 	if n, ok := x.w.(httprules.DeliveryNotee); ok {
 		n.Delivered()
@@ -352,8 +378,8 @@ func (x *exchange) delivered() {
 // client must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
-		x.c.deliver()
 		x.delivered()
+		x.c.deliver()
 		return
 	}
 	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped
@@ -384,8 +410,6 @@ func (x *exchange) accept(raw []byte) error {
 		if x.replBody, err = base64.StdEncoding.DecodeString(s.Body); err != nil {
 			return fmt.Errorf("stored body: %w", err)
 		}
-	} else {
-		x.replBody = []byte(s.Body)
 	}
 	x.stored = s
 	return nil
@@ -405,10 +429,21 @@ func (x *exchange) replay() {
 	for _, c := range s.Cookies {
 		h.Add("Set-Cookie", c)
 	}
-	h.Set(HeaderReplayed, "true")
+	n := len(s.Body)
+	if s.IsBase64Encoded {
+		n = len(x.replBody)
+	}
+	added := make([]string, 0, 2) // the values added, in one slice
+	added = append(added, "true")
+	h[HeaderReplayed] = added[0:1:1] // canonical, as HeaderReplayed is
 	if h.Get("Content-Length") == "" {
-		h.Set("Content-Length", strconv.Itoa(len(x.replBody)))
+		added = append(added, strconv.Itoa(n))
+		h["Content-Length"] = added[1:2:2]
 	}
 	x.w.WriteHeader(s.StatusCode)
-	_, _ = x.w.Write(x.replBody)
+	if s.IsBase64Encoded {
+		_, _ = x.w.Write(x.replBody)
+	} else {
+		_, _ = io.WriteString(x.w, s.Body) // net/http's writer takes a string without a copy
+	}
 }

@@ -81,7 +81,7 @@ type parser struct {
 	text      []byte // the document
 	pos       int    // the next byte of text to read
 	unescaped []byte // the strings that held escapes, decoded, one after another
-	scratch   []byte // an object's members while they are reordered
+	scratch   []byte // an object's members while they are reordered, when the output has no room for them
 }
 
 // invalid returns ErrInvalid, saying what was wrong at p.pos.
@@ -382,7 +382,10 @@ func (p *parser) object(out []byte, depth int) ([]byte, error) {
 // sortMembers sorts the members of an object, which end out, by key,
 // checking that none appears twice, and rewrites them in order where they
 // are: the object's length does not change, so the offsets of the members
-// of the objects around it stay right.
+// of the objects around it stay right. The sorted members are put together
+// past the end of out first, when its spare capacity has room for them (a
+// caller that gives it as much room again as the input saves an
+// allocation: nethttp does), else in a scratch buffer.
 func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 	var room [16]int
 	order := room[:0] // indexes into ms, sorted rather than the members
@@ -400,17 +403,24 @@ func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
 	if !moved {
 		return out, nil
 	}
-	from := ms[0].start   // where the members start in out
-	if p.scratch == nil { // one buffer for most documents' objects
-		p.scratch = make([]byte, 0, len(p.text))
+	from, end := ms[0].start, len(out) // the members, in out
+	inOut := cap(out)-end >= end-from
+	sorted := out[end:end]
+	if !inOut {
+		if p.scratch == nil { // one buffer for most documents' objects
+			p.scratch = make([]byte, 0, len(p.text))
+		}
+		sorted = p.scratch[:0]
 	}
-	p.scratch = append(p.scratch[:0], out[from:]...)
-	out = out[:from]
 	for k, i := range order {
 		if k > 0 {
-			out = append(out, ',')
+			sorted = append(sorted, ',')
 		}
-		out = append(out, p.scratch[ms[i].start-from:ms[i].end-from]...)
+		sorted = append(sorted, out[ms[i].start:ms[i].end]...)
+	}
+	copy(out[from:end], sorted)
+	if !inOut {
+		p.scratch = sorted // grown or not, for the next object
 	}
 	return out, nil
 }

@@ -40,6 +40,18 @@ type Request struct {
 	Body        []byte // as received (an API Gateway event's base64 body decoded)
 }
 
+// fingerprintTag starts every fingerprint: a stored format (see
+// AppendFingerprint).
+const fingerprintTag = "idemkit/apigateway/fingerprint/v1"
+
+// FingerprintRoom is the room AppendFingerprint takes in dst for r beyond
+// the length of r.Body (a JSON body's canonical form is usually no longer):
+// a front door that reads the body into a buffer with this much more
+// capacity after it fingerprints the request without another allocation.
+func (r *Request) FingerprintRoom() int {
+	return len(fingerprintTag) + len(r.Method) + len(r.Path) + len(r.Query) + len("json") + 5*binary.MaxVarintLen64
+}
+
 // AppendFingerprint appends to dst the request material a duplicate must
 // repeat to be replayed, and returns the extended buffer (dst unchanged in
 // length on error), so that a front door can reuse one buffer across
@@ -58,9 +70,8 @@ func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
 	if isJSON {
 		kind = "json"
 	}
-	const tag = "idemkit/apigateway/fingerprint/v1" // a stored format: see above
-	fp := slices.Grow(dst, len(tag)+len(r.Method)+len(r.Path)+len(r.Query)+len(kind)+len(body)+5*binary.MaxVarintLen64)
-	fp = append(fp, tag...)
+	fp := slices.Grow(dst, r.FingerprintRoom()+len(body))
+	fp = append(fp, fingerprintTag...)
 	for _, part := range [...]string{r.Method, r.Path, r.Query, kind} {
 		fp = binary.AppendUvarint(fp, uint64(len(part)))
 		fp = append(fp, part...)

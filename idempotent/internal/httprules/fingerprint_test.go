@@ -73,3 +73,41 @@ func TestFingerprintParts(t *testing.T) {
 	}
 	assert.Equal(t, fp(base), fp(base))
 }
+
+// TestFingerprintGolden pins the bytes of a raw body's fingerprint and of a
+// JSON one's (a stored format: records hold their hash), and checks that a
+// fingerprint appended in the spare capacity of the buffer holding the body,
+// as nethttp appends it, is the same.
+func TestFingerprintGolden(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"raw", Request{Method: "POST", Path: "/p", Query: "a=1", ContentType: "text/plain", Body: []byte("b\x00dy")},
+			"idemkit/apigateway/fingerprint/v1\x04POST\x02/p\x03a=1\x03raw\x04b\x00dy"},
+		{"json", Request{Method: "PATCH", Path: "/p/%2F", ContentType: "application/json", Body: []byte(` {"z":[1, 2.50], "a":"<"} `)},
+			"idemkit/apigateway/fingerprint/v1\x05PATCH\x06/p/%2F\x00\x04json\x1b" + `{"a":"\u003c","z":[1,2.50]}`},
+		{"no body", Request{Method: "POST", Path: "/p", ContentType: "application/json"},
+			"idemkit/apigateway/fingerprint/v1\x04POST\x02/p\x00\x03raw\x00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := AppendFingerprint(nil, &tt.req)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(got))
+
+			for _, spare := range []int{0, 1, tt.req.FingerprintRoom(), 3*len(tt.req.Body) + tt.req.FingerprintRoom()} {
+				buf := append(make([]byte, 0, len(tt.req.Body)+spare), tt.req.Body...)
+				r := tt.req
+				r.Body = buf
+				got, err := AppendFingerprint(buf[len(buf):], &r)
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, string(got), "spare %d", spare)
+				assert.Equal(t, string(tt.req.Body), string(buf), "the body is left as it was")
+			}
+		})
+	}
+}

@@ -249,7 +249,8 @@ func AsSent(s string) string {
 
 // DeliveryNotee is implemented by a front door's writer that answers with
 // the handler's own response only when the middleware delivered it: the
-// middleware calls Delivered after it passed the handler's response on. A
+// middleware calls Delivered as it passes the handler's response on, before
+// it writes what it buffered of it (which such a writer need not keep). A
 // run whose transaction did not commit is answered with a problem instead,
 // and Delivered is not called (apigateway's typed handlers).
 type DeliveryNotee interface {

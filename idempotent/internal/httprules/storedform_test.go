@@ -2,6 +2,7 @@ package httprules
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -218,4 +219,26 @@ func TestStoredAllocations(t *testing.T) {
 	r.MultiValueHeaders["X-Request-Id"] = []string{"volatile"}
 	allocs := testing.AllocsPerRun(100, func() { _ = f.Stored(r) })
 	assert.LessOrEqual(t, allocs, 3.0, "the stored map and its values")
+}
+
+// TestEncodeGolden pins the bytes of a stored form: records written by
+// earlier releases must keep replaying, and equal responses keep equal
+// records.
+func TestEncodeGolden(t *testing.T) {
+	t.Parallel()
+	raw, err := Encode(&Response{
+		StatusCode:        http.StatusCreated,
+		Headers:           map[string]string{"X-B": "2", "X-A": "<1>"},
+		MultiValueHeaders: map[string][]string{"Content-Type": {"application/json"}, "Vary": {"A", "B"}, "X-Nil": nil, "X-Empty": {}},
+		Cookies:           []string{"a=1", "b=2\u2028"},
+		Body:              "{\"id\":\"pay_1\"}\n\xff",
+		IsBase64Encoded:   true,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, `{"statusCode":201,"headers":{"X-A":"\u003c1\u003e","X-B":"2"},`+
+		`"multiValueHeaders":{"Content-Type":["application/json"],"Vary":["A","B"],"X-Empty":[],"X-Nil":null},`+
+		`"cookies":["a=1","b=2\u2028"],"body":"{\"id\":\"pay_1\"}\n\ufffd","isBase64Encoded":true}`, string(raw))
+	raw, err = Encode(&Response{StatusCode: 204, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, Cookies: []string{}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"statusCode":204}`, string(raw))
 }
