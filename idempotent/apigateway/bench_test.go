@@ -14,25 +14,13 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
+	"github.com/idemkit/idemkit/idempotent/internal/benchbody"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // benchBody is a 1 KB JSON payment request, built as nethttp's
 // BenchmarkMiddleware builds its own.
-var benchBody = func() string {
-	b := []byte(`{"customerId":"cus_NffrFeUfNV2Hib","amount":2500,"currency":"EUR",` +
-		`"description":"Order 1001: 2 x red mug, 1 x blue cap, express shipping",` +
-		`"paymentMethod":{"type":"card","brand":"visa","last4":"4242","expMonth":12,"expYear":2030},` +
-		`"billingAddress":{"name":"Alice Example","line1":"1 Example Street","city":"Berlin","postalCode":"10115","country":"DE"},` +
-		`"items":[`)
-	for i := 0; len(b) < 1000; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"sku":"SKU-`+strconv.Itoa(i)+`","name":"Item","quantity":1,"unitAmount":800}`...)
-	}
-	return string(append(b, `],"requestedAt":"2026-05-01T12:00:00Z"}`...))
-}()
+var benchBody = string(benchbody.Payment1K())
 
 // benchHandlerV2 answers 201 with a small JSON body, as make bench's
 // handler does, without its work: the door's cost is what is measured.

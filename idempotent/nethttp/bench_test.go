@@ -9,25 +9,13 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/internal/benchbody"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // benchBody is a 1 KB JSON payment request, the size of the other
 // benchmarks' event (bench/testdata/payment-event.json).
-var benchBody = func() []byte {
-	b := []byte(`{"customerId":"cus_NffrFeUfNV2Hib","amount":2500,"currency":"EUR",` +
-		`"description":"Order 1001: 2 x red mug, 1 x blue cap, express shipping",` +
-		`"paymentMethod":{"type":"card","brand":"visa","last4":"4242","expMonth":12,"expYear":2030},` +
-		`"billingAddress":{"name":"Alice Example","line1":"1 Example Street","city":"Berlin","postalCode":"10115","country":"DE"},` +
-		`"items":[`)
-	for i := 0; len(b) < 1000; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"sku":"SKU-`+strconv.Itoa(i)+`","name":"Item","quantity":1,"unitAmount":800}`...)
-	}
-	return append(b, `],"requestedAt":"2026-05-01T12:00:00Z"}`...)
-}()
+var benchBody = benchbody.Payment1K()
 
 // benchResponse is the handler's answer: 201 with a small JSON body.
 var benchResponse = []byte(`{"paymentId":"pay_8e03978e40d5","status":"captured","amount":2500,"currency":"EUR"}`)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemkit/idemkit/idempotent/internal/benchbody"
 	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
@@ -16,20 +17,7 @@ var benchInputs = []struct {
 	data []byte
 }{
 	{"small", []byte(`{"amount":2500,"currency":"EUR","customerId":"cus_NffrFeUfNV2Hib"}`)},
-	{"payment-1k", func() []byte {
-		b := []byte(`{"customerId":"cus_NffrFeUfNV2Hib","amount":2500,"currency":"EUR",` +
-			`"description":"Order 1001: 2 x red mug, 1 x blue cap, express shipping",` +
-			`"paymentMethod":{"type":"card","brand":"visa","last4":"4242","expMonth":12,"expYear":2030},` +
-			`"billingAddress":{"name":"Alice Example","line1":"1 Example Street","city":"Berlin","postalCode":"10115","country":"DE"},` +
-			`"items":[`)
-		for i := 0; len(b) < 1000; i++ {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"sku":"SKU-`+strconv.Itoa(i)+`","name":"Item","quantity":1,"unitAmount":800}`...)
-		}
-		return append(b, `],"requestedAt":"2026-05-01T12:00:00Z"}`...)
-	}()},
+	{"payment-1k", benchbody.Payment1K()},
 	{"escapes", []byte(strings.Repeat(`{"k\u00e9y":"caf\u00e9 <b>&amp;</b> \ud83d\ude00 \n\t\"q\"","z":1,"a":[-0.5e+10,true,null]},`, 8)[:0] +
 		"[" + strings.TrimSuffix(strings.Repeat(`{"k\u00e9y":"caf\u00e9 <b>&amp;</b> \ud83d\ude00 \n\t\"q\"","z":1,"a":[-0.5e+10,true,null]},`, 8), ",") + "]")},
 	{"pretty-64k", func() []byte {
