@@ -93,10 +93,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			call.Key = key
 			fr := httprules.Request{Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type")}
-			// Room to sort a JSON body's objects for its canonical form: for a
-			// Content-Type that names JSON (a guess is enough: IsJSON parses).
-			sortRoom := strings.Contains(strings.ToLower(fr.ContentType), "json")
-			if x.body, err = m.readBody(r, fr.FingerprintRoom(), sortRoom); err != nil {
+			// Room to sort a JSON body's objects for its canonical form.
+			if x.body, err = m.readBody(r, fr.FingerprintRoom(), httprules.IsJSON(fr.ContentType)); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
