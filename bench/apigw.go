@@ -121,8 +121,11 @@ func (d *apigwDoor) eventV1(key string) (events.APIGatewayProxyRequest, error) {
 // bareHandler is the floor behind API Gateway: the handler with the calls
 // an idempotent request cannot avoid made by hand, as §9's bare does
 // (floor.go's claim with the SHA-256 of the raw body as the fingerprint,
-// and for a new key one UpdateItem storing the response), a replay
-// answered with the stored bytes, undecoded.
+// and for a new key one UpdateItem storing the handler's response, the
+// events response as JSON), a replay answered with that response decoded:
+// a hand-written handler stores its status and headers with its body, as
+// it cannot know them before the handler ran (§2's floor decodes its
+// stored response too).
 func (d *apigwDoor) bareHandler(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	sum := sha256.Sum256([]byte(ev.Headers["idempotency-key"]))
 	id, lease := "bareapigw#"+hex.EncodeToString(sum[:]), randomHex(16)
@@ -132,19 +135,26 @@ func (d *apigwDoor) bareHandler(ctx context.Context, ev events.APIGatewayV2HTTPR
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusServiceUnavailable}, nil
 	}
 	if old != nil {
+		var out events.APIGatewayV2HTTPResponse
 		data, _ := old["data"].(*types.AttributeValueMemberB)
-		out := events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated,
-			Headers: map[string]string{"Content-Type": "application/json", nethttp.HeaderReplayed: "true"}}
-		if data != nil && len(data.Value) > 0 {
-			out.Body = string(data.Value[1:]) // after complete's one-byte prefix
+		if data == nil || len(data.Value) == 0 || json.Unmarshal(data.Value[1:], &out) != nil { // after complete's one-byte prefix
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusInternalServerError}, nil
 		}
+		if out.Headers == nil {
+			out.Headers = map[string]string{}
+		}
+		out.Headers[nethttp.HeaderReplayed] = "true"
 		return out, nil
 	}
 	out, err := apigwCharge(ctx, ev)
 	if err != nil || out.StatusCode != http.StatusCreated {
 		return out, err
 	}
-	if err := d.floor.complete(ctx, id, lease, []byte(out.Body)); err != nil {
+	stored, err := json.Marshal(out)
+	if err != nil {
+		return out, err
+	}
+	if err := d.floor.complete(ctx, id, lease, stored); err != nil {
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusServiceUnavailable}, nil
 	}
 	return out, nil

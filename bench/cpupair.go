@@ -59,6 +59,16 @@ func (p cpuPairs) calls(path, phase string) spread {
 	return spreadOf(v)
 }
 
+// allocKB is one path's Go heap allocation per invocation, in KB (1,000
+// bytes), over the rounds: the SDK's, the handler's and idemkit's.
+func (p cpuPairs) allocKB(path, phase string) spread {
+	var v []float64
+	for _, r := range p.Runs[path+"/"+phase] {
+		v = append(v, float64(r.AllocBytes)/float64(r.N)/1000)
+	}
+	return spreadOf(v)
+}
+
 // runCPUPairs runs door's driver, wrapped and bare side by side, c.CPURounds
 // times, each with new keys and then their replays.
 func runCPUPairs(ctx context.Context, e *env, door string, c config, progress func(string)) (cpuPairs, error) {

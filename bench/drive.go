@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -47,9 +48,20 @@ type phaseResult struct {
 	ServerCPU   float64        `json:"server_cpu_s"` // DynamoDB Local's CPU time in the phase, -1 if unknown
 	Outcomes    map[string]int `json:"outcomes"`
 	// Capacity is the consumed capacity by operation (-capacity only).
-	Capacity   map[string]*opCapacity `json:"capacity,omitempty"`
-	Errors     int                    `json:"errors"` // unexpected errors
-	FirstError string                 `json:"first_error,omitempty"`
+	Capacity map[string]*opCapacity `json:"capacity,omitempty"`
+	Errors   int                    `json:"errors"` // unexpected errors
+	// AllocBytes, Mallocs and GCs are the Go driver's heap allocations and
+	// collections in the phase (runtime.MemStats), 0 from other drivers.
+	AllocBytes uint64 `json:"alloc_bytes,omitempty"`
+	Mallocs    uint64 `json:"mallocs,omitempty"`
+	GCs        uint32 `json:"gcs,omitempty"`
+	// Syscalls and bytes the Go driver read and wrote in the phase
+	// (/proc/self/io: every socket read and write, the SDK's to DynamoDB).
+	ReadCalls  int64  `json:"syscr,omitempty"`
+	WriteCalls int64  `json:"syscw,omitempty"`
+	ReadBytes  int64  `json:"rchar,omitempty"`
+	WriteBytes int64  `json:"wchar,omitempty"`
+	FirstError string `json:"first_error,omitempty"`
 }
 
 func (r phaseResult) throughput() float64    { return float64(r.N) / r.Seconds }
@@ -195,21 +207,33 @@ func driveMain(args []string) error {
 		capLog.take()
 		ops0, att0 := total.ops.Load(), total.attempts.Load()
 		srv0 := serverCPU(*serverPID)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		io0 := procIO()
 		ru0 := rusage()
 		start := time.Now()
 		lat, errs := runPhase(ctx, h, tmpl, ks, *conc)
 		elapsed := time.Since(start)
 		ru1 := rusage()
+		runtime.ReadMemStats(&ms1)
+		io1 := procIO()
 		srv1 := serverCPU(*serverPID)
 		res := phaseResult{
 			Impl: "idemkit", Door: *doorName, Bare: *bareRun, Phase: phase, Concurrency: *conc, N: len(ks),
-			Seconds:  elapsed.Seconds(),
-			Latency:  summarize(lat),
-			Ops:      total.ops.Load() - ops0,
-			Attempts: total.attempts.Load() - att0,
-			CPUUser:  tvSeconds(ru1.Utime) - tvSeconds(ru0.Utime),
-			CPUSys:   tvSeconds(ru1.Stime) - tvSeconds(ru0.Stime),
-			Errors:   int(errs.n.Load()),
+			Seconds:    elapsed.Seconds(),
+			Latency:    summarize(lat),
+			Ops:        total.ops.Load() - ops0,
+			Attempts:   total.attempts.Load() - att0,
+			CPUUser:    tvSeconds(ru1.Utime) - tvSeconds(ru0.Utime),
+			CPUSys:     tvSeconds(ru1.Stime) - tvSeconds(ru0.Stime),
+			Errors:     int(errs.n.Load()),
+			AllocBytes: ms1.TotalAlloc - ms0.TotalAlloc,
+			Mallocs:    ms1.Mallocs - ms0.Mallocs,
+			GCs:        ms1.NumGC - ms0.NumGC,
+			ReadCalls:  io1["syscr"] - io0["syscr"],
+			WriteCalls: io1["syscw"] - io0["syscw"],
+			ReadBytes:  io1["rchar"] - io0["rchar"],
+			WriteBytes: io1["wchar"] - io0["wchar"],
 		}
 		res.ServerCPU = -1
 		if srv0 >= 0 && srv1 >= 0 {
@@ -287,6 +311,22 @@ func runPhase(ctx context.Context, h func(context.Context, paymentEvent) (paymen
 	}
 	wg.Wait()
 	return lat, errs
+}
+
+// procIO is this process's I/O counters from /proc/self/io (empty where
+// there is none).
+func procIO() map[string]int64 {
+	m := map[string]int64{}
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			m[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return m
 }
 
 func rusage() syscall.Rusage {

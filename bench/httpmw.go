@@ -195,9 +195,12 @@ func (hb *httpBench) charge(w http.ResponseWriter, r *http.Request) {
 
 // bare is the floor over HTTP: the same handler with the calls an
 // idempotent request cannot avoid made by hand (floor.go's claim, and for a
-// new key one UpdateItem storing the response), a replay answered with the
-// stored bytes undecoded. No canonical fingerprint, no header filter, no
-// response capture: only what the client would get anyway.
+// new key one UpdateItem storing the response: its status, Content-Type
+// and body as JSON), a replay answered with that response decoded (a
+// hand-written handler stores its status and headers with its body, as it
+// cannot know them before the handler ran; §2's floor decodes its stored
+// response too). No canonical fingerprint, no header filter, no response
+// capture: only what the client would get anyway.
 func (hb *httpBench) bare(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 6<<20))
@@ -216,13 +219,16 @@ func (hb *httpBench) bare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old != nil {
+		var s bareResponse
 		data, _ := old["data"].(*types.AttributeValueMemberB)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(nethttp.HeaderReplayed, "true")
-		w.WriteHeader(http.StatusCreated)
-		if data != nil && len(data.Value) > 0 {
-			_, _ = w.Write(data.Value[1:]) // after complete's one-byte prefix
+		if data == nil || len(data.Value) == 0 || json.Unmarshal(data.Value[1:], &s) != nil { // after complete's one-byte prefix
+			http.Error(w, "bare: no stored response", http.StatusInternalServerError)
+			return
 		}
+		w.Header().Set("Content-Type", s.ContentType)
+		w.Header().Set(nethttp.HeaderReplayed, "true")
+		w.WriteHeader(s.Status)
+		_, _ = w.Write(s.Body)
 		return
 	}
 	var e paymentEvent
@@ -236,13 +242,25 @@ func (hb *httpBench) bare(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if err := hb.floor.complete(ctx, id, lease, resp); err != nil {
+	stored, err := json.Marshal(bareResponse{Status: http.StatusCreated, ContentType: "application/json", Body: resp})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if err := hb.floor.complete(ctx, id, lease, stored); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(resp)
+}
+
+// bareResponse is the response §9's floor stores: what it answers with.
+type bareResponse struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+	Body        []byte `json:"body"`
 }
 
 func decodePayment(r *http.Request) (paymentEvent, error) {

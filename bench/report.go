@@ -413,7 +413,8 @@ func (r *report) writeFloorMethod(p func(string, ...any), unit string) {
 		"unmeasured warm-up invocations, %d new keys, then the same %d keys replayed, %d in flight; the wrapped and the bare "+
 		"driver run side by side, each phase started in both at once, the one started first alternating by round, for %d "+
 		"rounds; the gate is the median of the rounds' ratios, with its spread. The "+
-		"requests or events are built before each phase is measured.\n\n", c.CPUWarmup, c.CPUN, c.CPUN, c.CPUC, c.CPURounds)
+		"requests or events are built before each phase is measured. The heap allocated per invocation is the driver's "+
+		"(`runtime.MemStats.TotalAlloc` over the phase): the SDK's, the handler's and, wrapped, idemkit's.\n\n", c.CPUWarmup, c.CPUN, c.CPUN, c.CPUC, c.CPURounds)
 }
 
 // writeFloorTable writes a floor's latency table.
@@ -436,11 +437,12 @@ func writeCPUTable(p func(string, ...any), cpu cpuPairs) {
 	if len(cpu.Runs) == 0 {
 		return
 	}
-	p("| case | bare client CPU per invocation | wrapped | wrapped / bare (median of the rounds') | calls per invocation, bare / wrapped |\n|---|---|---|---|---|\n")
+	p("| case | bare client CPU per invocation | wrapped | wrapped / bare (median of the rounds') | calls per invocation, bare / wrapped | heap allocated per invocation, bare / wrapped |\n|---|---|---|---|---|---|\n")
 	for _, phase := range []string{"new", "replay"} {
-		p("| %s | %s µs | %s µs | **%s** | %.2f / %.2f |\n", phaseCase(phase), cpu.cpu("bare", phase).format("%.0f"),
+		p("| %s | %s µs | %s µs | **%s** | %.2f / %.2f | %.1f / %.1f KB |\n", phaseCase(phase), cpu.cpu("bare", phase).format("%.0f"),
 			cpu.cpu("wrapped", phase).format("%.0f"), cpu.ratio(phase).format("%.3f"),
-			cpu.calls("bare", phase).Median, cpu.calls("wrapped", phase).Median)
+			cpu.calls("bare", phase).Median, cpu.calls("wrapped", phase).Median,
+			cpu.allocKB("bare", phase).Median, cpu.allocKB("wrapped", phase).Median)
 	}
 	p("\n<details><summary>Every client CPU run</summary>\n\n| round | path | phase | invocations | s | client CPU s | µs per invocation | calls | outcomes |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, path := range []string{"wrapped", "bare"} {
@@ -1089,8 +1091,10 @@ func (r *report) writeHTTP(p func(string, ...any)) {
 		"`nethttp.Middleware` over `dynamostore`) and POST /bare (the same handler with §2's hand-made calls: " +
 		"dynamostore's own claim captured as in §2, here the claim of a call with a payload fingerprint, as every keyed " +
 		"request through the middleware has (its condition checks the stored fingerprint: the 422 for another body), " +
-		"with the SHA-256 of the raw body as the fingerprint, and, for a new key, an UpdateItem storing the response; a " +
-		"replay answered with the stored bytes, undecoded). A real `http.Client` with keep-alive sends the 1 KB JSON " +
+		"with the SHA-256 of the raw body as the fingerprint, and, for a new key, an UpdateItem storing the response (its " +
+		"status, Content-Type and body, as JSON); a replay answered with that response decoded, as §2's floor decodes its " +
+		"own: a hand-written handler stores the status and headers it answered with, which it cannot know before it " +
+		"ran). A real `http.Client` with keep-alive sends the 1 KB JSON " +
 		"payment, by §2's method (its latency paragraph, with requests for invocations); latency is per request, client " +
 		"side, so both sides carry the same HTTP round trip and the same store calls, and the ratio is what the middleware " +
 		"adds beyond them.\n\n")
@@ -1131,7 +1135,8 @@ func (r *report) writeAPIGW(p func(string, ...any)) {
 		"JWT authorizer's claims (the record's scope) and request context, and the 1 KB JSON payment as its body. The "+
 		"handler decodes the body, runs the charge and answers 201 with its JSON. **bare** is the same handler behind "+
 		"§9's hand-made calls (bench/apigw.go): dynamostore's claim with the SHA-256 of the raw body as the fingerprint "+
-		"and, for a new key, an UpdateItem storing the response; a replay answered with the stored bytes, undecoded.\n\n", "`"+apigwEventFile+"`")
+		"and, for a new key, an UpdateItem storing the handler's response (the events response, as JSON); a replay "+
+		"answered with that response decoded, as §9's floor does.\n\n", "`"+apigwEventFile+"`")
 	if a == nil {
 		return
 	}
