@@ -59,6 +59,17 @@ func (p cpuPairs) calls(path, phase string) spread {
 	return spreadOf(v)
 }
 
+// userSys is one path's user and system CPU per invocation, in µs: the
+// medians over the rounds.
+func (p cpuPairs) userSys(path, phase string) (user, sys float64) {
+	var u, k []float64
+	for _, r := range p.Runs[path+"/"+phase] {
+		u = append(u, r.CPUUser*1e6/float64(r.N))
+		k = append(k, r.CPUSys*1e6/float64(r.N))
+	}
+	return spreadOf(u).Median, spreadOf(k).Median
+}
+
 // allocKB is one path's Go heap allocation per invocation, in KB (1,000
 // bytes), over the rounds: the SDK's, the handler's and idemkit's.
 func (p cpuPairs) allocKB(path, phase string) spread {

@@ -92,6 +92,7 @@ func driveMain(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
 	capacity := fs.Bool("capacity", false, "ask for ReturnConsumedCapacity=TOTAL on every call and report it per phase")
 	pad := fs.Int("pad", 0, "add a receipt field of this many characters to every response")
+	ctype := fs.String("ctype", "application/json", "-door http: the requests' Content-Type (application/octet-stream: the body is fingerprinted as given, not canonically)")
 	doorName := fs.String("door", "wrap", "the front door: wrap (idempotent.Wrap), http (nethttp.Middleware, ServeHTTP called in process), apigw (apigateway.WrapV2)")
 	syncPhases := fs.Bool("sync", false, "before each measured phase, print a line \"ready\" and wait for a line on stdin (the parent starts two drivers' phases at once)")
 	bareRun := fs.Bool("bare", false, "run the door's floor (its bare path: the same store calls made by hand) instead of the door")
@@ -140,7 +141,7 @@ func driveMain(args []string) error {
 		}
 		return m
 	}
-	d, err := newDriveDoor(*doorName, *bareRun, client, *table, engine, tmpl, *pad)
+	d, err := newDriveDoor(*doorName, *bareRun, client, *table, engine, tmpl, *pad, *ctype)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ type driveDoor struct {
 
 // newDriveDoor returns the door named name (see drive's -door), or its
 // floor when bare is set.
-func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table string, engine *idempotent.Engine, tmpl paymentEvent, pad int) (driveDoor, error) {
+func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table string, engine *idempotent.Engine, tmpl paymentEvent, pad int, ctype string) (driveDoor, error) {
 	none := func([]string) error { return nil }
 	floor := &bare{client: client, table: table}
 	switch name {
@@ -388,7 +389,7 @@ func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table stri
 				if err != nil {
 					return paymentResult{}, err
 				}
-				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Content-Type", ctype)
 				r.Header.Set(nethttp.HeaderIdempotencyKey, e.IdempotencyKey)
 				w := &discardWriter{h: http.Header{}}
 				h.ServeHTTP(w, r)

@@ -25,17 +25,12 @@ import (
 // key, the response encoded on a first run and decoded on a replay (a
 // duplicate's caller gets the stored response back); no record type, no
 // outcome hook, no logging check. Its items have the same attributes and
-// sizes as the wrapper's, and its expressions are the same.
+// sizes as the wrapper's, and its requests are the store's (captured from
+// dynamostore: storeClaim, storeComplete).
 type bare struct {
 	client *dynamodb.Client
 	table  string
 }
-
-var (
-	bareUpdate      = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration"
-	bareUpdateCond  = "#lease = :lease"
-	bareUpdateNames = map[string]string{"#status": "status", "#data": "data", "#expiration": "expiration", "#in_progress_expiration": "in_progress_expiration", "#lease": "lease"}
-)
 
 func attrN(v int64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -123,41 +118,66 @@ var storeClaim = captureClaim("")
 var storeClaimFP = captureClaim(sentinelFingerprint)
 
 func captureClaim(fingerprint string) *dynamodb.PutItemInput {
-	c := &claimCapture{}
+	c := &capture{}
 	now := time.Unix(1_000_000_001, 0)
 	_, _ = dynamostore.New(c, "capture").Claim(context.Background(), storage.Record{
 		ID: sentinelID, Status: storage.StatusInProgress, ExpiresAt: now.Add(time.Hour),
 		LeaseExpiresAt: now.Add(32 * time.Second), Lease: sentinelLease, Version: storage.RecordVersion,
 		Fingerprint: fingerprint,
 	}, now)
-	if c.in == nil {
+	if c.put == nil {
 		panic("idembench: dynamostore's claim made no PutItem")
 	}
-	return c.in
+	return c.put
 }
 
-// claimCapture is a dynamostore.Client that keeps the first PutItem and
-// fails every call.
-type claimCapture struct{ in *dynamodb.PutItemInput }
+// storeComplete is the UpdateItem dynamostore sends to complete a record
+// with a response, captured as storeClaim is: the floor's completion is the
+// store's to the byte (its update also removes the steps and suspension
+// attributes, and its condition is the store's lease fence).
+var storeComplete = captureComplete()
+
+func captureComplete() *dynamodb.UpdateItemInput {
+	c := &capture{}
+	now := time.Unix(1_000_000_001, 0)
+	_ = dynamostore.New(c, "capture").Complete(context.Background(), storage.Record{
+		ID: sentinelID, Status: storage.StatusCompleted, ExpiresAt: now.Add(time.Hour),
+		Lease: sentinelLease, Version: storage.RecordVersion, Data: []byte("p{}"),
+	})
+	if c.update == nil {
+		panic("idembench: dynamostore's completion made no UpdateItem")
+	}
+	return c.update
+}
+
+// capture is a dynamostore.Client that keeps the first PutItem and
+// UpdateItem and fails every call.
+type capture struct {
+	put    *dynamodb.PutItemInput
+	update *dynamodb.UpdateItemInput
+}
 
 var errCaptured = errors.New("idembench: captured, not sent")
 
-func (c *claimCapture) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if c.in == nil {
-		c.in = in
+func (c *capture) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if c.put == nil {
+		c.put = in
 	}
 	return nil, errCaptured
 }
 
-func (c *claimCapture) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+func (c *capture) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.update == nil {
+		c.update = in
+	}
 	return nil, errCaptured
 }
 
-func (c *claimCapture) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+func (c *capture) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	return nil, errCaptured
 }
 
-func (c *claimCapture) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+func (c *capture) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return nil, errCaptured
 }
 
@@ -183,19 +203,28 @@ func (b *bare) newKey(ctx context.Context, e paymentEvent) error {
 	return b.complete(ctx, id, lease, data)
 }
 
-// complete is the UpdateItem that stores a response's JSON under the lease.
+// complete sends the completion dynamostore sends (storeComplete: the same
+// update and condition expressions, names and value shapes) for id, lease
+// and the response's JSON data, after the one-byte prefix the store's
+// envelope gives an uncompressed response.
 func (b *bare) complete(ctx context.Context, id, lease string, data []byte) error {
-	_, err := b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                &b.table,
-		Key:                      map[string]types.AttributeValue{"id": attrS(id)},
-		UpdateExpression:         &bareUpdate,
-		ConditionExpression:      &bareUpdateCond,
-		ExpressionAttributeNames: bareUpdateNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":status": attrS("COMPLETED"), ":data": &types.AttributeValueMemberB{Value: append([]byte{'p'}, data...)},
-			":expiration": attrN(time.Now().Add(time.Hour).Unix()), ":lease": attrS(lease),
-		},
-	})
+	tmpl := storeComplete
+	in := *tmpl
+	in.TableName = &b.table
+	in.Key = map[string]types.AttributeValue{"id": attrS(id)}
+	in.ExpressionAttributeValues = make(map[string]types.AttributeValue, len(tmpl.ExpressionAttributeValues))
+	for k, v := range tmpl.ExpressionAttributeValues {
+		switch k {
+		case ":lease":
+			v = attrS(lease)
+		case ":expiration":
+			v = attrN(time.Now().Add(time.Hour).Unix())
+		case ":data":
+			v = &types.AttributeValueMemberB{Value: append([]byte{'p'}, data...)}
+		}
+		in.ExpressionAttributeValues[k] = v
+	}
+	_, err := b.client.UpdateItem(ctx, &in)
 	return err
 }
 

@@ -76,7 +76,7 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.CPUN, "cpu-n", 2000, "new keys, then their replays, per driver run (client CPU against the floor)")
 	fs.IntVar(&c.CPUC, "cpu-c", 4, "invocations in flight (client CPU against the floor)")
 	fs.IntVar(&c.CPUWarmup, "cpu-warmup", 300, "unmeasured warm-up invocations per driver run (client CPU against the floor)")
-	fs.IntVar(&c.CPURounds, "cpu-rounds", 10, "driver runs of each path, wrapped and bare, alternating (client CPU against the floor)")
+	fs.IntVar(&c.CPURounds, "cpu-rounds", 14, "driver runs of each path, wrapped and bare, alternating (client CPU against the floor)")
 	fs.IntVar(&c.CompareN, "compare-n", 4000, "invocations per phase and run (Powertools comparison)")
 	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
 	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
