@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idemkit/internal/localddb"
+	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
 // TestTx runs bench/tx.go's scenarios on DynamoDB Local: a handler write in
@@ -17,12 +16,7 @@ import (
 // and its capacity is reported for every call, TransactWriteItems included,
 // at twice a plain write's units per item.
 func TestTx(t *testing.T) {
-	if localddb.Endpoint() == "" {
-		if os.Getenv("IDEMKIT_REQUIRE_DYNAMODB") != "" {
-			t.Fatal("no DynamoDB endpoint (AWS_ENDPOINT_URL_DYNAMODB)")
-		}
-		t.Skip("no DynamoDB endpoint: run under scripts/with-dynamodb.sh")
-	}
+	localddbtest.Require(t)
 	client, err := newClient(t.Context(), 4, &calls{})
 	require.NoError(t, err)
 	tmpl, err := loadPaymentEvent(".")
