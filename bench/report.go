@@ -388,8 +388,8 @@ func (r *report) writeFloor(p func(string, ...any)) {
 	}
 	p("The wrapper (`idempotent.Wrap` over `dynamostore`) against the calls it cannot avoid, made by hand with the SDK " +
 		"(bench/floor.go): for a new key dynamostore's own claim (its PutItem, captured once from the store and replayed with " +
-		"this call's id, lease and times: the same item, expressions, names and values) and an UpdateItem (the same update " +
-		"and lease condition); for a replay that claim failing with " +
+		"this call's id, lease and times: the same item, expressions, names and values) and its own UpdateItem (captured " +
+		"the same way: the same update, lease condition, names and values); for a replay that claim failing with " +
 		"`ReturnValuesOnConditionCheckFailure=ALL_OLD` and the stored response decoded from the returned item (the one " +
 		"thing a replay must do besides the call: give its caller the response). Same client, same table, same 1 KB " +
 		"event and handler.\n\n")
