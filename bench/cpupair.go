@@ -84,8 +84,7 @@ func (p cpuPairs) allocKB(path, phase string) spread {
 // times, each with new keys and then their replays.
 func runCPUPairs(ctx context.Context, e *env, door string, c config, progress func(string)) (cpuPairs, error) {
 	res := cpuPairs{Door: door, N: c.CPUN, Concurrency: c.CPUC, Warm: c.CPUWarmup, Runs: map[string][]phaseResult{}}
-	args := []string{"-door", door, "-n", strconv.Itoa(c.CPUN), "-c", strconv.Itoa(c.CPUC),
-		"-warmup", strconv.Itoa(c.CPUWarmup), "-phases", "new,replay", "-sync"}
+	args := cpuArgs(door, c)
 	for round := range c.CPURounds {
 		progress(fmt.Sprintf("client CPU, round %d/%d: %s, wrapped and bare side by side, %d new keys and their replays, %d in flight each",
 			round+1, c.CPURounds, door, c.CPUN, c.CPUC))
@@ -110,6 +109,41 @@ func runCPUPairs(ctx context.Context, e *env, door string, c config, progress fu
 		}
 	}
 	return res, nil
+}
+
+// cpuArgs are the driver's arguments for door's client CPU runs.
+func cpuArgs(door string, c config) []string {
+	return []string{"-door", door, "-n", strconv.Itoa(c.CPUN), "-c", strconv.Itoa(c.CPUC),
+		"-warmup", strconv.Itoa(c.CPUWarmup), "-phases", "new,replay", "-sync"}
+}
+
+// runCPUSelf runs door's wrapped driver against itself, side by side as
+// runCPUPairs runs wrapped against bare, c.CPUSelfRounds times, and returns
+// each round's ratio by phase ("new", "replay"), the path in the first slot
+// over the other, the slots taking turns. The true ratio is 1: how far the
+// rounds stray from it is how finely the pairs resolve a ratio on this
+// machine.
+func runCPUSelf(ctx context.Context, e *env, door string, c config, progress func(string)) (map[string][]float64, error) {
+	args := slices.Concat(cpuArgs(door, c), []string{"-bare=false"})
+	ratios := map[string][]float64{}
+	for round := range c.CPUSelfRounds {
+		progress(fmt.Sprintf("client CPU, resolution round %d/%d: %s wrapped against itself, side by side",
+			round+1, c.CPUSelfRounds, door))
+		out, err := e.drivePair(ctx, [2][]string{args, args})
+		if err != nil {
+			return ratios, err
+		}
+		a, b := out[0], out[1]
+		if round%2 == 1 {
+			a, b = b, a
+		}
+		for i := range min(len(a), len(b)) {
+			if d := b[i].cpuUsPerInv(); d > 0 && a[i].Phase == b[i].Phase {
+				ratios[a[i].Phase] = append(ratios[a[i].Phase], a[i].cpuUsPerInv()/d)
+			}
+		}
+	}
+	return ratios, nil
 }
 
 // drivePair runs two Go drivers with -sync, each on a table of its own,

@@ -17,7 +17,9 @@
 //     at a time, in several runs (the gate is the median of their ratios);
 //     client CPU per invocation, each path in a driver process of its own
 //     (getrusage), the two run side by side phase by phase (cpupair.go), in
-//     several rounds. §9 and §10 measure their front doors the same way.
+//     several rounds; then the wrapped driver against itself the same way,
+//     whose true ratio is 1, to show how finely the pairs resolve a ratio.
+//     §9 and §10 measure their front doors the same way.
 //  3. idemkit against Powertools for AWS Lambda (TypeScript), whose script
 //     and exact pins are in powertools/: client CPU per invocation (the
 //     target), throughput, latency and calls, with the same events, table

@@ -41,6 +41,7 @@ type config struct {
 	CallsReps                               int
 	FloorN, FloorWarmup, FloorRuns          int
 	CPUN, CPUC, CPUWarmup, CPURounds        int
+	CPUSelfRounds                           int
 	CompareN, CompareC, CompareRounds, Warm int
 	RedisFloorN, RedisFloorWarmup           int
 	PGFloorN, PGFloorWarmup                 int
@@ -77,6 +78,7 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.CPUC, "cpu-c", 4, "invocations in flight (client CPU against the floor)")
 	fs.IntVar(&c.CPUWarmup, "cpu-warmup", 300, "unmeasured warm-up invocations per driver run (client CPU against the floor)")
 	fs.IntVar(&c.CPURounds, "cpu-rounds", 14, "driver runs of each path, wrapped and bare, alternating (client CPU against the floor)")
+	fs.IntVar(&c.CPUSelfRounds, "cpu-self-rounds", 8, "rounds of §2's wrapped driver against itself (the client CPU gates' resolution)")
 	fs.IntVar(&c.CompareN, "compare-n", 4000, "invocations per phase and run (Powertools comparison)")
 	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
 	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
@@ -216,6 +218,9 @@ func benchMain(args []string) error {
 			progress("2 floor")(fmt.Sprintf("%d runs of %d wrapped and %d bare invocations per case", c.FloorRuns, c.FloorN/c.FloorRuns, c.FloorN/c.FloorRuns))
 			if r.floor, err = runFloor(ctx, client, table, tmpl, c.FloorRuns, c.FloorN, c.FloorWarmup); err == nil {
 				r.floorCPU, err = runCPUPairs(ctx, e, "wrap", c, progress("2 floor"))
+			}
+			if err == nil {
+				r.floorSelf, err = runCPUSelf(ctx, e, "wrap", c, progress("2 floor"))
 			}
 			if err != nil {
 				r.floorErr = err.Error()

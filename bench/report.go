@@ -23,6 +23,7 @@ type report struct {
 	calls      []callsResult
 	floor      []floorResult
 	floorCPU   cpuPairs
+	floorSelf  map[string][]float64 // §2's wrapped driver against itself, each round's ratio by phase
 	floorErr   string
 	loads      []sectionLoad
 	loadStart  string
@@ -396,6 +397,32 @@ func (r *report) writeFloor(p func(string, ...any)) {
 	r.writeFloorMethod(p, "invocation")
 	writeFloorTable(p, "invocations", r.floor)
 	writeCPUTable(p, r.floorCPU)
+	r.writeResolution(p)
+}
+
+// writeResolution says how finely the client CPU pairs resolve a ratio:
+// the wrapped driver against itself, whose true ratio is 1.
+func (r *report) writeResolution(p func(string, ...any)) {
+	if len(r.floorSelf) == 0 {
+		return
+	}
+	p("**How finely the pairs resolve a ratio**: the wrapped driver run against itself, side by side as above (the same "+
+		"binary, arguments and phases in both processes), for %d rounds. The true ratio is 1.\n\n"+
+		"| case | the rounds' median | lowest round | highest round | every round |\n|---|---|---|---|---|\n", r.cfg.CPUSelfRounds)
+	for _, phase := range []string{"new", "replay"} {
+		v := r.floorSelf[phase]
+		if len(v) == 0 {
+			continue
+		}
+		rs := make([]string, len(v))
+		for i, x := range v {
+			rs[i] = fmt.Sprintf("%.3f", x)
+		}
+		p("| %s | %.3f | %.3f | %.3f | %s |\n", phaseCase(phase), spreadOf(v).Median, slices.Min(v), slices.Max(v), strings.Join(rs, ", "))
+	}
+	p("\nThe rounds' median would read 1 with no bias between the two side-by-side processes. One round strays from it as "+
+		"far as the lowest and highest columns show; the gates above are the medians of %d rounds, and the ± after each is a "+
+		"95%% interval for that median: a gate missed or met by less than it is within this machine's noise.\n\n", r.cfg.CPURounds)
 }
 
 // writeFloorMethod says how the floor's latency and client CPU are
