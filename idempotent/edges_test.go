@@ -233,6 +233,7 @@ func TestPrefixLimits(t *testing.T) {
 		{name: "too long", prefix: strings.Repeat("p", 512+1), panic: "idempotent: WithPrefix: prefix of 513 bytes (at most 512)"},
 		{name: "2,000 bytes", prefix: strings.Repeat("p", 2000), panic: "idempotent: WithPrefix: prefix of 2000 bytes (at most 512)"},
 		{name: "invalid UTF-8", prefix: "orders\xff", panic: "idempotent: WithPrefix: prefix is not valid UTF-8"},
+		{name: "NUL", prefix: "orders\x00", panic: "idempotent: WithPrefix: prefix holds a NUL byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

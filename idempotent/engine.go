@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -116,7 +117,7 @@ func New(store storage.Store, opts ...Option) *Engine {
 	for _, opt := range opts {
 		opt(&e.cfg)
 	}
-	checkPrefix(e.cfg.prefix)
+	checkPrefix(e.cfg.prefix, e.cfg.prefixFromEnv)
 	if e.cfg.cacheSize > 0 {
 		e.cache, _ = lru.New[string, storage.Record](e.cfg.cacheSize) // size > 0: no error
 	}
@@ -126,16 +127,27 @@ func New(store storage.Store, opts ...Option) *Engine {
 	return e
 }
 
-// checkPrefix refuses, at start-up, a prefix some store could not hold.
-func checkPrefix(prefix string) {
+// checkPrefix refuses, at start-up, a prefix some store could not hold:
+// empty, too long, or not text by package storage's rule (valid UTF-8
+// without NUL). fromEnv: the prefix is the default, AWS_LAMBDA_FUNCTION_NAME.
+func checkPrefix(prefix string, fromEnv bool) {
+	var fault string
 	switch {
 	case prefix == "":
-		panic("idempotent: WithPrefix: empty prefix")
+		panic("idempotent: WithPrefix: empty prefix") // the default never is
 	case len(prefix) > maxPrefixBytes:
-		panic(fmt.Sprintf("idempotent: WithPrefix: prefix of %d bytes (at most %d)", len(prefix), maxPrefixBytes))
+		fault = fmt.Sprintf("of %d bytes (at most %d)", len(prefix), maxPrefixBytes)
 	case !utf8.ValidString(prefix):
-		panic("idempotent: WithPrefix: prefix is not valid UTF-8")
+		fault = "is not valid UTF-8"
+	case strings.IndexByte(prefix, 0) >= 0:
+		fault = "holds a NUL byte"
+	default:
+		return
 	}
+	if fromEnv {
+		panic("idempotent: New: the default prefix, AWS_LAMBDA_FUNCTION_NAME, " + fault + ": give one with WithPrefix")
+	}
+	panic("idempotent: WithPrefix: prefix " + fault)
 }
 
 // RecordID returns the id of the record that holds key within scope under
@@ -256,7 +268,7 @@ func (e *Engine) commitAlone(ctx context.Context, tx storage.Tx) error {
 	fctx, cancel := finishContext(ctx)
 	defer cancel()
 	err := tx.Commit(fctx, storage.Record{})
-	if err != nil && !errors.Is(err, storage.ErrTxAborted) {
+	if err != nil && !errors.Is(err, storage.ErrTxAborted) && !errors.Is(err, storage.ErrTxRefused) {
 		return fmt.Errorf("%w: commit the handler's writes: %w", ErrStore, err)
 	}
 	return err
@@ -509,6 +521,9 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
 		cerr = e.completeRecord(ctx, done, time.Now(), tx)
 	}
+	if tx != nil && cerr != nil && isUnknownCommit(cerr) {
+		cerr = e.settle(ctx, rec, &ictx.steps, tx, cerr)
+	}
 	if tx != nil && cerr != nil {
 		return e.uncommitted(ctx, j, rec, &ictx.steps, tx, ev, cerr)
 	}
@@ -621,7 +636,7 @@ func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start t
 		err = e.store.Complete(fctx, rec)
 	}
 	if err != nil {
-		if errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrTooLarge) || errors.Is(err, storage.ErrTxAborted) {
+		if !isUnknownCommit(err) {
 			return err
 		}
 		return fmt.Errorf("%w: complete: %w", ErrStore, err)
@@ -629,22 +644,66 @@ func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start t
 	return nil
 }
 
+// isUnknownCommit reports whether err, a completion's or a commit's, leaves
+// its outcome unknown: every error but the ones storage.Tx names as
+// deciding it.
+func isUnknownCommit(err error) bool {
+	for _, known := range []error{storage.ErrLeaseLost, storage.ErrTooLarge, storage.ErrTxAborted, storage.ErrTxRefused, storage.ErrAlreadyCompleted} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return true
+}
+
+// settle decides a commit whose outcome is unknown (cerr) by the record's
+// own fence, in one store call: it gives the record back under the run's
+// lease (Release, or Suspend when the record holds steps), conditioned on
+// INPROGRESS, which orders it after any commit still in flight (a DynamoDB
+// transaction conditioned on the record fails once the record is given back;
+// PostgreSQL's DELETE waits for a COMMIT holding the row). It returns
+//   - nil when the record is COMPLETED under the run's lease: the commit
+//     landed and the run succeeded;
+//   - cerr, noting the settle, when the record was given back: nothing of
+//     the run committed or can, and a retry runs the handler at once;
+//   - an error wrapping storage.ErrLeaseLost when another owner holds the
+//     record (nothing of this run committed);
+//   - cerr joined with the settle's error when the settle failed too: only
+//     then is the record left to its lease.
+//
+// The rule is stated for users in docs/transactions.md.
+func (e *Engine) settle(ctx context.Context, rec storage.Record, steps *stepLog, tx storage.Tx, cerr error) error {
+	_ = e.rollback(ctx, tx) // the writes are the database's now, or never: nothing to keep
+	serr := e.giveBack(ctx, rec, steps)
+	switch {
+	case errors.Is(serr, storage.ErrAlreadyCompleted):
+		return nil
+	case serr == nil:
+		return fmt.Errorf("%w; settled: nothing committed and the record was given back, so a retry runs the handler at once", cerr)
+	case errors.Is(serr, storage.ErrLeaseLost):
+		return serr
+	}
+	return fmt.Errorf("%w; the settling write failed too, so the record is left to its lease: %w", cerr, serr)
+}
+
 // uncommitted settles a run whose transaction did not commit (cerr), so the
 // caller gets what a retry would get and never a success whose writes are not
 // in the database:
-//   - the handler's writes were refused (storage.ErrTxAborted): nothing
+//   - the handler's writes were refused (storage.ErrTxAborted), or the
+//     database refused the request (storage.ErrTxRefused): nothing
 //     committed; the record is given back as after a handler error and the
-//     caller gets cerr, which says which write failed;
+//     caller gets cerr, which says which write failed or why the request
+//     was refused;
 //   - the lease was lost: the new owner's writes are the only ones; the caller
 //     gets ErrInProgress, as a retry would until the new owner completes;
-//   - the store failed: whether the commit landed is unknown, so the record
-//     is left to its lease (a retry then replays what committed, or takes
-//     over and runs again if nothing did); the caller gets ErrStore.
+//   - the store failed and settle could not find the record COMPLETED under
+//     the run's lease: the record was given back (or, if the settle failed
+//     too, is left to its lease); the caller gets ErrStore.
 func (e *Engine) uncommitted(ctx context.Context, j *job, rec storage.Record, steps *stepLog, tx storage.Tx, ev Event, cerr error) (result, error) {
 	ev.Err = cerr
 	err := cerr
 	switch {
-	case errors.Is(cerr, storage.ErrTxAborted):
+	case errors.Is(cerr, storage.ErrTxAborted) || errors.Is(cerr, storage.ErrTxRefused):
 		ev.Outcome = OutcomeHandlerError
 		if rerr := e.rollback(ctx, tx); rerr != nil {
 			ev.Err = errors.Join(ev.Err, rerr)

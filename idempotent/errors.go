@@ -44,9 +44,12 @@ var (
 	// ErrStore: the store failed (throttled, unavailable, timed out, or the
 	// request context ended). When returned, the handler did not run, or
 	// (with a transaction, see ErrTxAborted) it ran and the commit of its
-	// writes failed with an unknown outcome: the record then stays in progress
-	// until its lease ends, and a retry replays what committed or, if nothing
-	// did, runs the handler again. Retryable.
+	// writes failed: the engine then settled the record under the run's
+	// lease, so nothing of the run committed and a retry runs the handler at
+	// once; only when that settling write failed too is the record left in
+	// progress until its lease ends (a retry then replays what committed or,
+	// if nothing did, runs the handler again). Retryable. See
+	// docs/transactions.md ("An unknown outcome is settled").
 	ErrStore = errors.New("idempotent: store failed")
 
 	// ErrCorruptRecord: a stored record cannot be decoded or is of an unknown
@@ -63,6 +66,15 @@ var (
 	// reason. A retry runs the handler again. It is storage.ErrTxAborted.
 	// See docs/transactions.md.
 	ErrTxAborted = storage.ErrTxAborted
+
+	// ErrTxRefused: the handler succeeded, but the database refused its
+	// transaction's request as a whole (invalid, a table that does not
+	// exist, access denied, an operation the server lacks): a configuration
+	// error, not an outage. Nothing committed and the record was released at
+	// once. Not retryable until the configuration is fixed; over HTTP a 500
+	// transaction-refused. It is storage.ErrTxRefused; the store's error
+	// (*dynamostore.TxRefusedError) names the refusal.
+	ErrTxRefused = storage.ErrTxRefused
 
 	// ErrNoTx: a handler asked for a transaction where there is none: with a
 	// store that does not commit handlers' writes, inside a Step's function,

@@ -110,8 +110,8 @@ func (s *memoryStore) Suspend(ctx context.Context, id, lease string, leaseEnd ti
 	if !ok {
 		return nil
 	}
-	if old.Lease != lease || old.Status != storage.StatusInProgress {
-		return storage.ErrLeaseLost
+	if err := givenBack(old, lease); err != nil {
+		return err
 	}
 	old.LeaseExpiresAt = time.UnixMilli(leaseEnd.UnixMilli())
 	old.Suspended = true
@@ -129,10 +129,24 @@ func (s *memoryStore) Release(ctx context.Context, id, lease string) error {
 	if !ok {
 		return nil
 	}
-	if old.Lease != lease {
-		return storage.ErrLeaseLost
+	if err := givenBack(old, lease); err != nil {
+		return err
 	}
 	delete(s.records, id)
+	return nil
+}
+
+// givenBack is the fence of Release and Suspend on the stored record old:
+// nil when the caller may give it back (its lease, in progress).
+func givenBack(old *storage.Record, lease string) error {
+	switch {
+	case old.Lease != lease:
+		return storage.ErrLeaseLost
+	case old.Status == storage.StatusCompleted:
+		return storage.ErrAlreadyCompleted
+	case old.Status != storage.StatusInProgress:
+		return storage.ErrLeaseLost
+	}
 	return nil
 }
 

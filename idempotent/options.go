@@ -66,6 +66,7 @@ type codec struct {
 
 type config struct {
 	prefix        string
+	prefixFromEnv bool // prefix is AWS_LAMBDA_FUNCTION_NAME's (no WithPrefix)
 	optionalKey   bool
 	expiry        time.Duration
 	maxLease      time.Duration
@@ -85,8 +86,10 @@ type config struct {
 }
 
 func defaultConfig() config {
+	prefix, fromEnv := defaultPrefix()
 	return config{
-		prefix:        defaultPrefix(),
+		prefix:        prefix,
+		prefixFromEnv: fromEnv,
 		expiry:        defaultExpiry,
 		maxLease:      defaultMaxLease,
 		clockSkew:     defaultClockSkew,
@@ -99,12 +102,12 @@ func defaultConfig() config {
 }
 
 // defaultPrefix is the function name without version or alias: Lambda sets
-// AWS_LAMBDA_FUNCTION_NAME to the bare name.
-func defaultPrefix() string {
+// AWS_LAMBDA_FUNCTION_NAME to the bare name. fromEnv reports that it is.
+func defaultPrefix() (prefix string, fromEnv bool) {
 	if name := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); name != "" {
-		return name
+		return name, true
 	}
-	return defaultPrefixName
+	return defaultPrefixName, false
 }
 
 // WithOptionalKey runs the work without idempotency, instead of returning
@@ -116,9 +119,18 @@ func WithOptionalKey() Option { return func(c *config) { c.optionalKey = true } 
 // WithPrefix sets the namespace of the keys, replacing the default (the Lambda
 // function name, or "idemkit" outside Lambda). Give every wrapped function
 // its own prefix, and keep it stable across renames and refactoring. New
-// panics on a prefix that is empty, longer than 512 bytes or not valid
-// UTF-8: every store could not hold its records.
-func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+// panics on a prefix that is empty, longer than 512 bytes, not valid UTF-8
+// or holding a NUL byte: not every store could hold its records (see
+// package storage), so every call would fail.
+//
+// The default is checked the same way, once, by New: a name in
+// AWS_LAMBDA_FUNCTION_NAME that is not such a prefix (a real Lambda
+// function's name always is) makes New panic, naming the variable, unless
+// WithPrefix replaces it. It never falls back to "idemkit", which would
+// give functions one shared key space.
+func WithPrefix(prefix string) Option {
+	return func(c *config) { c.prefix, c.prefixFromEnv = prefix, false }
+}
 
 // WithExpiry sets how long a completed record is replayed (default one hour).
 // Values below one second are raised to one second.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -14,13 +15,15 @@ import (
 )
 
 // maxStepNameBytes is the longest step name Step accepts.
-const maxStepNameBytes = 128
+const maxStepNameBytes = storage.MaxStepNameBytes
 
 var (
-	// ErrInvalidStep: Step was called with an empty, overlong or non-UTF-8
-	// name, with a name already used in this run of the handler, after the
-	// handler returned, or with a store that does not record steps (not a
-	// storage.StepStore). Nothing ran. A programmer error: fix the handler.
+	// ErrInvalidStep: Step was called with an empty or overlong name, one
+	// that is not valid UTF-8 or holds a NUL byte (text not every store can
+	// hold; see package storage), with a name already used in this run of
+	// the handler, after the handler returned, or with a store that does not
+	// record steps (not a storage.StepStore). Nothing ran: the step's
+	// function did not, on any store. A programmer error: fix the handler.
 	// Not retryable.
 	ErrInvalidStep = errors.New("idempotent: invalid step")
 
@@ -46,11 +49,13 @@ var (
 // or run but not recorded) runs. So steps may be reordered or added between
 // deployments, and a step whose record write failed simply runs again on the
 // retry; a renamed step is a new step and runs again. Names are unique within
-// a handler run. Steps may be taken from several goroutines at once and may
-// nest (a step inside another's fn); each is recorded when it finishes. A
-// Step called after the handler returned is refused with ErrInvalidStep
-// without running fn. Results are encoded with encoding/json and must
-// round-trip through it. Inside fn,
+// a handler run, 1 to 128 bytes of UTF-8 without NUL; any other is refused
+// with ErrInvalidStep without running fn, as on every store. Steps may be
+// taken from several goroutines at once and may nest (a step inside
+// another's fn); each is recorded when it finishes. A Step called after the
+// handler returned is refused with ErrInvalidStep without running fn.
+// Results are encoded with encoding/json and must round-trip through it.
+// Inside fn,
 // DownstreamKey(ctx) is the step's own key (derived from the record's and
 // the step name): pass it to the step's downstream API, so that even a crash
 // inside the step, after its side effect and before its record, repeats
@@ -107,8 +112,8 @@ type stepLog struct {
 
 // begin checks name and answers a step the record already holds.
 func (l *stepLog) begin(name string) (data []byte, found bool, err error) {
-	if name == "" || len(name) > maxStepNameBytes || !utf8.ValidString(name) {
-		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8", ErrInvalidStep, name, maxStepNameBytes)
+	if name == "" || len(name) > maxStepNameBytes || !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 {
+		return nil, false, fmt.Errorf("%w: name %q: want 1 to %d bytes of UTF-8 without NUL", ErrInvalidStep, name, maxStepNameBytes)
 	}
 	if l.e.steps == nil {
 		return nil, false, fmt.Errorf("%w: step %q: the store does not record steps (it is not a storage.StepStore)", ErrInvalidStep, name)

@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,10 +30,23 @@ const (
 	// response until the request's context ends: the write happened but the
 	// caller never learns it.
 	lostResponse
+	// appliedThenError sends the request (DynamoDB applies it), then answers
+	// 500 InternalServerError: the write happened and the caller is told it
+	// failed.
+	appliedThenError
+	// held keeps the request, unsent, and answers 500 InternalServerError;
+	// sendHeld sends it later, as a network that delivers a request late.
+	held
+	// accessDenied answers 400 AccessDeniedException without sending the request.
+	accessDenied
+	// unknownOperation answers 400 UnknownOperationException, as dynalite
+	// answers TransactWriteItems.
+	unknownOperation
 )
 
 func (k faultKind) String() string {
-	return [...]string{"none", "throttling", "provisioned", "serverError", "unavailable", "stall", "lostResponse"}[k]
+	return [...]string{"none", "throttling", "provisioned", "serverError", "unavailable", "stall", "lostResponse",
+		"appliedThenError", "held", "accessDenied", "unknownOperation"}[k]
 }
 
 // claimOp is the operation name under which faultyTransport arms and counts
@@ -55,6 +69,7 @@ type faultyTransport struct {
 	armed    map[string]*armedFault
 	attempts map[string]int
 	stalls   chan string // receives the operation of each stall as it begins
+	held     []*http.Request
 }
 
 // armedFault is what the next requests of an operation get: the queued
@@ -164,6 +179,29 @@ func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		f.signalStall(op)
 		<-req.Context().Done()
 		return nil, req.Context().Err()
+	case appliedThenError:
+		resp, err := f.base.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return errorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error"), nil
+	case held:
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		late := req.Clone(context.Background())
+		late.Body, late.GetBody = io.NopCloser(bytes.NewReader(body)), nil
+		f.mu.Lock()
+		f.held = append(f.held, late)
+		f.mu.Unlock()
+		return errorResponse(req, http.StatusInternalServerError, "InternalServerError", "Internal server error"), nil
+	case accessDenied:
+		return errorResponse(req, http.StatusBadRequest, "AccessDeniedException", "User is not authorized to perform: dynamodb:TransactWriteItems"), nil
+	case unknownOperation:
+		return errorResponse(req, http.StatusBadRequest, "UnknownOperationException", ""), nil
 	case lostResponse:
 		resp, err := f.base.RoundTrip(req)
 		if err == nil {
@@ -176,6 +214,32 @@ func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		panic(fmt.Sprintf("unknown fault %d", kind))
 	}
+}
+
+// sendHeld sends the requests held so far, as they were, and returns
+// DynamoDB's answers: status and body.
+func (f *faultyTransport) sendHeld() ([]int, []string, error) {
+	f.mu.Lock()
+	reqs := f.held
+	f.held = nil
+	f.mu.Unlock()
+	var (
+		codes  []int
+		bodies []string
+	)
+	for _, req := range reqs {
+		resp, err := f.base.RoundTrip(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+		codes, bodies = append(codes, resp.StatusCode), append(bodies, string(b))
+	}
+	return codes, bodies, nil
 }
 
 func (f *faultyTransport) signalStall(op string) {

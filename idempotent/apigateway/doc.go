@@ -64,6 +64,7 @@
 //	same key, different request                  422     payload-mismatch       ProblemPayloadMismatch
 //	handler error or panic                       500     internal-error         ProblemInternal
 //	handler's own writes could not commit        409     transaction-aborted    ProblemTxAborted
+//	database refused the handler's writes        500     transaction-refused    ProblemTxRefused
 //	stored record corrupt or of a newer format   500     corrupt-record         ProblemCorruptRecord
 //	idempotency store unavailable                503     store-unavailable      ProblemStoreUnavailable (Retry-After)
 //

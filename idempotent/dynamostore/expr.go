@@ -65,9 +65,16 @@ const (
 	suspendUpdate    = "SET #in_progress_expiration = :lease_end, #suspended = :suspended"
 )
 
+// commitCondition fences a transaction's completion of the record: its
+// owner's, in progress, and not given back (Suspend marks the record, Release
+// deletes it), so a transaction still in flight when the engine settles an
+// unknown outcome commits nothing after the settle.
+const commitCondition = ownerCondition + " AND attribute_not_exists(#suspended)"
+
 // releaseCondition admits a missing item, so a conditional failure of a
-// release always means another lease holds the record.
-const releaseCondition = "attribute_not_exists(#id) OR #lease = :lease"
+// release means another lease holds the record, or the caller's record is
+// no longer in progress (its completion landed: storage.ErrAlreadyCompleted).
+const releaseCondition = "attribute_not_exists(#id) OR (#lease = :lease AND #status = :inprogress)"
 
 // exprNames holds the ExpressionAttributeNames of each expression: the
 // #names it uses (DynamoDB refuses any it does not), each mapped to the
@@ -106,6 +113,6 @@ func newExprNames(o *Options) exprNames {
 		complete:   pick("#status", "#data", "#expiration", "#in_progress_expiration", "#steps", "#suspended", "#lease"),
 		appendStep: pick("#steps", "#lease", "#status"),
 		suspend:    pick("#in_progress_expiration", "#suspended", "#lease", "#status"),
-		release:    pick("#id", "#lease"),
+		release:    pick("#id", "#lease", "#status"),
 	}
 }

@@ -98,13 +98,16 @@ func TestFencedWritesDecideOnTheItem(t *testing.T) {
 		{"suspend", "another owner", otherInProgress,
 			"dynamostore: suspend: " + lost + " (the record is INPROGRESS under another lease)", []error{storage.ErrLeaseLost}},
 		{"suspend", "our completion", ourCompleted,
-			"dynamostore: suspend: " + lost + " (the record is COMPLETED)", []error{storage.ErrLeaseLost}},
+			"dynamostore: suspend: " + storage.ErrAlreadyCompleted.Error(), []error{storage.ErrAlreadyCompleted}},
 
 		// The release condition admits a missing item: a failure means
-		// another lease held the record, even if it is gone by the read.
+		// another lease held the record, even if it is gone by the read, or
+		// that the caller's record is completed.
 		{"release", "gone by the read", nil, "dynamostore: release: " + lost, []error{storage.ErrLeaseLost}},
 		{"release", "another owner", otherInProgress,
 			"dynamostore: release: " + lost + " (the record is INPROGRESS under another lease)", []error{storage.ErrLeaseLost}},
+		{"release", "our completion", ourCompleted,
+			"dynamostore: release: " + storage.ErrAlreadyCompleted.Error(), []error{storage.ErrAlreadyCompleted}},
 
 		{"delete", "gone", nil, "dynamostore: delete " + testID + ": dynamostore: record changed since it was read: dynamostore: no record with this id",
 			[]error{dynamostore.ErrChanged, dynamostore.ErrNotFound}},

@@ -127,7 +127,7 @@ func TestLocalFencedWritesWithoutConditionItems(t *testing.T) {
 		{"suspend a completed record", func(t *testing.T) (func(*dynamostore.Store) error, string) {
 			rec := completed(t)
 			return func(s *dynamostore.Store) error { return s.Suspend(t.Context(), rec.ID, rec.Lease, now) },
-				"dynamostore: suspend: " + lost + " (the record is COMPLETED)"
+				"dynamostore: suspend: " + storage.ErrAlreadyCompleted.Error()
 		}, []string{"UpdateItem"}, false},
 		{"suspend a record that is gone", func(t *testing.T) (func(*dynamostore.Store) error, string) {
 			rec := liveRecord(now)

@@ -102,5 +102,8 @@ func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Tim
 	if len(item) == 0 {
 		return nil
 	}
+	if s.hasLease(item, lease) && s.status(item) == string(storage.StatusCompleted) {
+		return fmt.Errorf("dynamostore: suspend: %w", storage.ErrAlreadyCompleted)
+	}
 	return fmt.Errorf("dynamostore: suspend: %w (%s)", storage.ErrLeaseLost, s.fenced(item, lease))
 }

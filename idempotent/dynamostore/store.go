@@ -400,18 +400,19 @@ func itemTooLarge(err error) bool {
 }
 
 // Release implements storage.Store with one DeleteItem conditioned on
-// attribute_not_exists(#id) OR #lease = :lease, so deleting an item that is
-// already gone succeeds (as a retried release does), and a conditional
-// failure means another lease holds the record: storage.ErrLeaseLost, which
-// names the record's status as the failure's item (or the one read when
-// the failure carries none, see refusingItem) gives it.
+// attribute_not_exists(#id) OR (#lease = :lease AND #status = :inprogress),
+// so deleting an item that is already gone succeeds (as a retried release
+// does), and a conditional failure means another lease holds the record
+// (storage.ErrLeaseLost, naming the record's status) or the caller's record
+// is completed (storage.ErrAlreadyCompleted), as the failure's item (or the
+// one read when the failure carries none, see refusingItem) tells.
 func (s *Store) Release(ctx context.Context, id, lease string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           s.table,
 		Key:                                 s.key(id),
 		ConditionExpression:                 aws.String(releaseCondition),
 		ExpressionAttributeNames:            s.names.release,
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":lease": attrS(lease)},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":lease": attrS(lease), ":inprogress": inProgressAttrValue},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -421,13 +422,16 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 	if !errors.As(err, &ccf) {
 		return fmt.Errorf("dynamostore: release: %w", err)
 	}
-	// The condition admits a missing item, so a conditional failure always
-	// means the record existed under another lease, whatever the item says:
-	// it only names the status (a record read after the failure may be gone
-	// by then).
+	// The condition admits a missing item, so a conditional failure means
+	// the record existed under another lease, or under the caller's and
+	// completed. The item (with the failure, else read: a record read after
+	// the failure may be gone by then) tells which.
 	item, err := s.refusingItem(ctx, "release", id, ccf)
 	if err != nil {
 		return fmt.Errorf("dynamostore: release: %w (%w)", storage.ErrLeaseLost, err)
+	}
+	if s.hasLease(item, lease) && s.status(item) == string(storage.StatusCompleted) {
+		return fmt.Errorf("dynamostore: release: %w", storage.ErrAlreadyCompleted)
 	}
 	if st := s.status(item); st != "" {
 		return fmt.Errorf("dynamostore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, st)

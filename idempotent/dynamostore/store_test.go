@@ -739,9 +739,9 @@ func TestReleaseRequest(t *testing.T) {
 		wantKey map[string]string
 		cond    string
 	}{
-		{"default layout", nil, map[string]string{"id": "S(" + testID + ")"}, "attribute_not_exists(id) OR lease = S(" + ourLease + ")"},
+		{"default layout", nil, map[string]string{"id": "S(" + testID + ")"}, "attribute_not_exists(id) OR (lease = S(" + ourLease + ") AND status = S(INPROGRESS))"},
 		{"composite key", []func(*dynamostore.Options){composed}, map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			"attribute_not_exists(pk) OR lease = S(" + ourLease + ")"},
+			"attribute_not_exists(pk) OR (lease = S(" + ourLease + ") AND status = S(INPROGRESS))"},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			t.Parallel()
@@ -756,8 +756,8 @@ func TestReleaseRequest(t *testing.T) {
 			assert.Equal(t, layout.wantKey, showItem(got.Key))
 			assert.Equal(t, layout.cond, resolve(t, got.ConditionExpression, got.ExpressionAttributeNames, got.ExpressionAttributeValues))
 			assert.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, got.ReturnValuesOnConditionCheckFailure)
-			assert.Len(t, got.ExpressionAttributeNames, 2)
-			assert.Len(t, got.ExpressionAttributeValues, 1)
+			assert.Len(t, got.ExpressionAttributeNames, 3)
+			assert.Len(t, got.ExpressionAttributeValues, 2)
 		})
 	}
 }

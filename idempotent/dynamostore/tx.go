@@ -151,7 +151,8 @@ func (t *Tx) Add(items ...types.TransactWriteItem) error {
 // Commit implements storage.Tx. With a record and items it makes one
 // TransactWriteItems: the record's completion first (an Update with
 // Complete's expression, conditioned on #lease = :lease AND
-// #status = :inprogress, ReturnValuesOnConditionCheckFailure=ALL_OLD), then
+// #status = :inprogress AND the record not suspended,
+// ReturnValuesOnConditionCheckFailure=ALL_OLD), then
 // the handler's items in the order added. Its ClientRequestToken is derived
 // from the record id, the lease and the completion's content, so the SDK's
 // retries and a repeated Commit of the same content apply at most once;
@@ -170,10 +171,14 @@ func (t *Tx) Add(items ...types.TransactWriteItem) error {
 // MaxTransactBytes with the response but not without it (nothing written;
 // the engine commits again without the response); a *TxCanceledError when
 // DynamoDB canceled the transaction for a reason of the handler's items
-// (a failed condition, a conflicting write, throttling), an error wrapping
-// ErrTxLimit when the items break a limit, and DynamoDB's refusal of the
-// request (ValidationException): all wrap storage.ErrTxAborted, and nothing
-// committed. Any other error leaves the outcome unknown.
+// (a failed condition, a conflicting write, throttling) and an error
+// wrapping ErrTxLimit when the items break a limit, both wrapping
+// storage.ErrTxAborted; a *TxRefusedError when DynamoDB refused the request
+// as a whole (see TxRefusedError), wrapping storage.ErrTxRefused. In these
+// cases nothing committed. Any other error leaves the outcome unknown: the
+// engine settles it by the record's fence (docs/transactions.md), which
+// commitCondition makes final (a transaction still in flight fails on a
+// record given back).
 func (t *Tx) Commit(ctx context.Context, rec storage.Record) error {
 	t.mu.Lock()
 	if t.state == txRolledBack {
@@ -224,7 +229,7 @@ func (t *Tx) Commit(ctx context.Context, rec storage.Record) error {
 			TableName:                           s.table,
 			Key:                                 s.key(rec.ID),
 			UpdateExpression:                    &update,
-			ConditionExpression:                 aws.String(ownerCondition),
+			ConditionExpression:                 aws.String(commitCondition),
 			ExpressionAttributeNames:            s.names.complete,
 			ExpressionAttributeValues:           values,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -276,17 +281,58 @@ func (t *Tx) commitError(ctx context.Context, rec *storage.Record, meta []itemMe
 		return cerr
 	}
 	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" {
+	if errors.As(err, &ae) && refusals[ae.ErrorCode()] {
 		// Refused as a whole before anything applied. An item past
 		// DynamoDB's size limit may be the record only if its completion is
 		// that large (MaxItemBytes set above DynamoDB's limit).
 		if record && itemTooLarge(err) && s.completedSize(rec) > storage.DefaultMaxItemBytes {
 			return fmt.Errorf("dynamostore: commit: %w: %w", storage.ErrTooLarge, err)
 		}
-		return fmt.Errorf("dynamostore: commit: %w: DynamoDB refused the transaction: %w", storage.ErrTxAborted, err)
+		return &TxRefusedError{Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Err: err}
 	}
 	return fmt.Errorf("dynamostore: commit: %w", err)
 }
+
+// refusals are the error codes with which DynamoDB refuses a
+// TransactWriteItems request as a whole, before applying any of it, and for
+// a reason that a retry of the same request does not change.
+var refusals = map[string]bool{
+	"ValidationException":       true, // the request is invalid (an expression, a type, a size)
+	"ResourceNotFoundException": true, // a table it names does not exist
+	"AccessDeniedException":     true, // the credentials may not write there
+	"UnknownOperationException": true, // a server without transactions (dynalite)
+}
+
+// TxRefusedError is the error of a commit that DynamoDB refused as a
+// whole, before applying any of it: the request is invalid
+// (ValidationException), names a table that does not exist
+// (ResourceNotFoundException), is not allowed to the function's role
+// (AccessDeniedException), or the server has no transactions
+// (UnknownOperationException, as dynalite answers). Nothing committed;
+// the engine releases the record at once and returns this error, which
+// wraps storage.ErrTxRefused (idempotent.ErrTxRefused) and the SDK's error.
+// A configuration or programming error, not an outage: the same request is
+// refused again until it is fixed.
+type TxRefusedError struct {
+	// Code is DynamoDB's error code, such as ResourceNotFoundException.
+	Code string
+	// Message is DynamoDB's description.
+	Message string
+	// Err is the SDK's error.
+	Err error
+}
+
+// Error names the refusal.
+func (e *TxRefusedError) Error() string {
+	msg := "dynamostore: DynamoDB refused the transaction: " + e.Code
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// Unwrap returns storage.ErrTxRefused and the SDK's error.
+func (e *TxRefusedError) Unwrap() []error { return []error{storage.ErrTxRefused, e.Err} }
 
 // decideOnRecord decides a transaction canceled because the record's
 // condition failed (or for reasons the server did not give), on the stored

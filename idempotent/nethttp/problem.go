@@ -60,6 +60,11 @@ const (
 	// record was released. The same key may be retried once the state
 	// allows it.
 	ProblemTxAborted = httprules.ProblemTxAborted
+	// ProblemTxRefused: 500 without Retry-After, the database refused the
+	// handler's own writes as a whole (a table that does not exist, access
+	// denied, a server without transactions): a configuration error, not an
+	// outage. Nothing changed and the record was released.
+	ProblemTxRefused = httprules.ProblemTxRefused
 	// ProblemCorruptRecord: 500, the stored record for this key is corrupt or
 	// of a format this version cannot read; it is never replayed.
 	ProblemCorruptRecord = httprules.ProblemCorruptRecord

@@ -175,7 +175,8 @@ return {'ok'}
 //
 // ARGV: [1] lease.
 //
-// Replies: {'ok'}; {'gone'}; {'lost', status ("" if none)}; {'wrongtype', type}.
+// Replies: {'ok'}; {'gone'}; {'lost', status ("" if none)}; {'done',
+// status} (the caller's record, not INPROGRESS: kept); {'wrongtype', type}.
 var releaseScript = redis.NewScript(luaHelpers + `
 if kind == 'none' then
   return {'gone'}
@@ -183,6 +184,9 @@ end
 local f = redis.call('HMGET', key, 'lease', 'status')
 if f[1] ~= ARGV[1] then
   return {'lost', f[2] or ''}
+end
+if f[2] ~= 'INPROGRESS' then
+  return {'done', f[2] or ''}
 end
 redis.call('DEL', key)
 return {'ok'}

@@ -63,12 +63,25 @@ func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Tim
 	switch tag {
 	case "ok", "gone":
 		return nil
-	case "lost", "done":
+	case "lost":
 		return fencedError("suspend", tag, rest)
+	case "done":
+		return givenBackError("suspend", rest)
 	case "wrongtype":
 		return foreignKeyError("suspend", key, rest)
 	}
 	return unexpected("suspend", reply)
+}
+
+// givenBackError reports the "done" reply of a release or suspend: the
+// caller's record, no longer in progress. Completed, the caller's completion
+// landed (storage.ErrAlreadyCompleted); in any other state it is not a
+// running record of the caller's (storage.ErrLeaseLost).
+func givenBackError(op string, rest []any) error {
+	if strAt(rest, 0) == string(storage.StatusCompleted) {
+		return fmt.Errorf("redisstore: %s: %w", op, storage.ErrAlreadyCompleted)
+	}
+	return fencedError(op, "done", rest)
 }
 
 // fencedError reports the replies of a write fenced by the lease and the

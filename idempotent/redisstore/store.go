@@ -189,8 +189,9 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 }
 
 // Release implements storage.Store with one script that deletes the record
-// if it carries lease. A record that is already gone (released before, or
-// expired and removed by Redis) is not an error.
+// if it carries lease and is INPROGRESS. A record that is already gone
+// (released before, or expired and removed by Redis) is not an error; the
+// caller's completed record is kept (storage.ErrAlreadyCompleted).
 func (s *Store) Release(ctx context.Context, id, lease string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
@@ -209,6 +210,8 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 			return fmt.Errorf("redisstore: release: %w (the record is %s under another lease)", storage.ErrLeaseLost, status)
 		}
 		return fmt.Errorf("redisstore: release: %w", storage.ErrLeaseLost)
+	case "done":
+		return givenBackError("release", rest)
 	case "wrongtype":
 		return foreignKeyError("release", key, rest)
 	}

@@ -488,9 +488,19 @@ func TestReplies(t *testing.T) {
 			continue // a suspended record that is gone is not an error
 		}
 		err = redisstore.New(answer(t, tc.reply)).Suspend(ctx, rec.ID, rec.Lease, now)
+		if tc.reply[0] == "done" {
+			// The caller's completed record: its completion landed.
+			require.ErrorIs(t, err, storage.ErrAlreadyCompleted)
+			require.NotErrorIs(t, err, storage.ErrLeaseLost)
+			err = redisstore.New(answer(t, tc.reply)).Release(ctx, rec.ID, rec.Lease)
+			require.ErrorIs(t, err, storage.ErrAlreadyCompleted, "release")
+			continue
+		}
 		require.ErrorIs(t, err, storage.ErrLeaseLost)
 		assert.Contains(t, err.Error(), tc.want)
 	}
+	err = redisstore.New(answer(t, []any{"done", "INPROGRESS?"})).Release(ctx, rec.ID, rec.Lease)
+	require.ErrorIs(t, err, storage.ErrLeaseLost, "the caller's record in a state that is neither")
 	err = redisstore.New(answer(t, []any{"toolarge", int64(409601)})).AppendStep(ctx, rec.ID, rec.Lease, step)
 	require.ErrorIs(t, err, storage.ErrTooLarge)
 	assert.Contains(t, err.Error(), "409601 bytes (limit 409600)")

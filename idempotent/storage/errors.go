@@ -19,6 +19,13 @@ var (
 	// ErrTooLarge: Complete cannot hold a record that large. The engine then
 	// completes the record without its response.
 	ErrTooLarge = errors.New("idempotent: record too large for the store")
+
+	// ErrAlreadyCompleted: a fenced release or suspend found the record
+	// COMPLETED under the caller's own lease, so the caller's completion (or
+	// its transaction's commit) landed, though its answer may have been lost.
+	// The record is left as it is. The engine relies on it to settle a commit
+	// whose outcome was unknown (docs/transactions.md).
+	ErrAlreadyCompleted = errors.New("idempotent: the record is already completed under this lease")
 )
 
 // DefaultMaxItemBytes is the item size limit a store enforces unless told
@@ -30,3 +37,8 @@ const DefaultMaxItemBytes = 400 << 10
 // 512 bytes, '#', and 64 hex digits. Every store must hold IDs this long
 // (DynamoDB's sort key allows 1,024 bytes).
 const MaxIDBytes = 512 + 1 + 64
+
+// MaxStepNameBytes is the longest step name the engine writes
+// (idempotent.Step refuses longer ones). Every StepStore must hold names
+// this long.
+const MaxStepNameBytes = 128

@@ -27,7 +27,8 @@ const (
 // field as given and return it unchanged; they interpret only ID, Status,
 // ExpiresAt, LeaseExpiresAt and Lease, exactly as documented on [Store].
 type Record struct {
-	// ID is the storage key: "<prefix>#<sha256 hex of the key material>".
+	// ID is the storage key: "<prefix>#<sha256 hex of the key material>",
+	// valid UTF-8 without NUL (see Text in the package doc).
 	ID string
 	// Status is INPROGRESS or COMPLETED.
 	Status Status
@@ -61,7 +62,8 @@ type Record struct {
 // Step is one finished step of a record's owner: its name, unique within
 // the record, and its encoded result, opaque to stores.
 type Step struct {
-	// Name is the step's name, as the handler gave it to idempotent.Step.
+	// Name is the step's name, as the handler gave it to idempotent.Step:
+	// valid UTF-8 without NUL (see Text in the package doc).
 	Name string
 	// Data is the step's encoded result.
 	Data []byte

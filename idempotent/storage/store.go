@@ -37,9 +37,14 @@ type Store interface {
 	// cannot hold the record.
 	Complete(ctx context.Context, rec Record) error
 
-	// Release deletes the record id on condition that it carries lease. A record
+	// Release deletes the record id on condition that it carries lease and is
+	// INPROGRESS: it gives back a claim whose work did not complete. A record
 	// that is already gone is not an error; one with another lease yields an
-	// error wrapping ErrLeaseLost.
+	// error wrapping ErrLeaseLost; one COMPLETED under lease is kept and
+	// yields an error wrapping ErrAlreadyCompleted (the caller's completion
+	// landed). A write still in flight that is fenced on the record
+	// (Complete's, or a Tx's Commit) then finds no record and fails, so after
+	// a successful Release nothing of the caller's run can complete.
 	Release(ctx context.Context, id, lease string) error
 }
 
@@ -64,8 +69,10 @@ type StepStore interface {
 	// it carries lease: an owner whose work failed after finishing steps lets
 	// the next claim for the same payload take the record over at once and
 	// resume. A record
-	// that is already gone is not an error; one with another lease, or
-	// completed, yields an error wrapping ErrLeaseLost.
+	// that is already gone is not an error; one with another lease yields an
+	// error wrapping ErrLeaseLost; one COMPLETED under lease is kept and
+	// yields an error wrapping ErrAlreadyCompleted. A Tx's Commit still in
+	// flight fails on a suspended record, as after Release.
 	Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error
 }
 

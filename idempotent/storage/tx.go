@@ -36,10 +36,18 @@ type Tx interface {
 	//     nothing committed;
 	//   - wrapping ErrTxAborted: a condition of the handler's own writes
 	//     failed (or the database refused them); nothing committed;
+	//   - wrapping ErrTxRefused: the database refused the request as a
+	//     whole (invalid, a table that does not exist, access denied, an
+	//     operation it does not have); nothing committed;
 	//   - wrapping ErrTooLarge: nothing was written, and Commit may be called
 	//     again with a smaller record;
 	//   - any other error: the outcome is unknown (the store cannot tell
-	//     whether the commit reached the database).
+	//     whether the commit reached the database). The engine then settles
+	//     it with Release (or Suspend) under the run's lease, which must
+	//     order itself after any Commit still in flight: a Commit that comes
+	//     after it must find the record's fence broken and commit nothing,
+	//     and one that committed before it must leave the record COMPLETED
+	//     under the lease (ErrAlreadyCompleted).
 	// A retried Commit after a lost response must not apply the writes twice.
 	Commit(ctx context.Context, rec Record) error
 
@@ -56,6 +64,18 @@ var (
 	// as after a handler error and returns the error to the caller; the
 	// store's error (wrapping this one) says which write failed and why.
 	ErrTxAborted = errors.New("idempotent: the handler's writes did not commit")
+
+	// ErrTxRefused: the database refused the transaction's request as a
+	// whole, before applying any of it: the request is invalid, names a
+	// table that does not exist, is not allowed to the caller's credentials,
+	// or uses an operation the server does not have (DynamoDB's
+	// ValidationException, ResourceNotFoundException, AccessDeniedException,
+	// UnknownOperationException). Nothing committed. A configuration or
+	// programming error, not an outage: the engine releases the record at
+	// once and returns the error (the store's typed error, wrapping this
+	// one, names the refusal); the HTTP doors answer 500. Retrying the same
+	// request fails the same way until the configuration is fixed.
+	ErrTxRefused = errors.New("idempotent: the database refused the transaction")
 
 	// ErrNoTx: there is no transaction to add writes to here: outside a
 	// handler run by an idempotent front door, with a store that is not a

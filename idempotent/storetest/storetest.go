@@ -43,7 +43,7 @@ const (
 // RunTx adds the transaction cases with the store's own writes.
 func Run(t testing.TB, store storage.Store) {
 	t.Helper()
-	run(t, store, append(cases(), txCases()...), nil)
+	run(t, store, append(append(cases(), textCases()...), txCases()...), nil)
 }
 
 // run runs the cases on store, skipping those of a capability it lacks.
@@ -179,6 +179,15 @@ func (c *checker) wantLeaseLost(err error, op string) {
 	c.Helper()
 	if !errors.Is(err, storage.ErrLeaseLost) {
 		c.errorf("%s: error %v, want one wrapping storage.ErrLeaseLost", op, err)
+	}
+}
+
+// wantAlreadyCompleted checks that err (of a release or suspend of the
+// caller's completed record) wraps storage.ErrAlreadyCompleted.
+func (c *checker) wantAlreadyCompleted(err error, op string) {
+	c.Helper()
+	if !errors.Is(err, storage.ErrAlreadyCompleted) {
+		c.errorf("%s: error %v, want one wrapping storage.ErrAlreadyCompleted", op, err)
 	}
 }
 
@@ -427,9 +436,20 @@ func cases() []testCase {
 			done := completed(a, []byte("p-long"), c.now.Add(time.Hour))
 			c.mustComplete(done)
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now), done)
-			if err := c.store.Release(c.ctx(), a.ID, a.Lease); err != nil {
-				c.errorf("Release: %v", err)
-			}
+			c.wantAlreadyCompleted(c.store.Release(c.ctx(), a.ID, a.Lease), "Release of the completed record")
+		}},
+		{"ReleaseKeepsACompletedRecord", base, func(c *checker) {
+			// Release gives back a claim whose work did not complete: the
+			// caller's completed record is kept (its completion landed), so
+			// an unknown commit outcome can be settled by it.
+			a := c.inProgress(time.Minute)
+			c.mustClaim(a, c.now)
+			done := completed(a, []byte("p"), c.now.Add(time.Hour))
+			c.mustComplete(done)
+			c.wantAlreadyCompleted(c.store.Release(c.ctx(), a.ID, a.Lease), "Release of the caller's completed record")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Second)), done)
+			c.wantLeaseLost(c.store.Release(c.ctx(), a.ID, randomHex(16)), "Release of a completed record with another lease")
+			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Second)), done)
 		}},
 		{"LeaseBoundaryIsExclusive", base, func(c *checker) {
 			a := c.inProgress(1500 * time.Millisecond)
@@ -672,7 +692,7 @@ func cases() []testCase {
 			c.sameRecord(c.mustRefuse(rival(a, c.now.Add(time.Minute)), c.now.Add(time.Second)), a)
 			done := completed(a, []byte("p"), c.now.Add(time.Hour))
 			c.mustComplete(done)
-			c.wantLeaseLost(c.steps.Suspend(c.ctx(), a.ID, a.Lease, c.now), "Suspend of a completed record")
+			c.wantAlreadyCompleted(c.steps.Suspend(c.ctx(), a.ID, a.Lease, c.now), "Suspend of the caller's completed record")
 			c.sameRecord(c.mustRefuse(rival(a, c.now), c.now), done)
 		}},
 		{"ForeignRecordIsNeverTakenOver", base, func(c *checker) {

@@ -30,6 +30,7 @@ const (
 	ProblemStoreUnavailable  = "https://idemkit.dev/problems/store-unavailable"
 	ProblemCorruptRecord     = "https://idemkit.dev/problems/corrupt-record"
 	ProblemTxAborted         = "https://idemkit.dev/problems/transaction-aborted"
+	ProblemTxRefused         = "https://idemkit.dev/problems/transaction-refused"
 	ProblemInternal          = "https://idemkit.dev/problems/internal-error"
 )
 
@@ -147,6 +148,12 @@ func Failure(err error, retryAfter time.Duration) Problem {
 		// released. Retrying at once would meet the same state: no Retry-After.
 		return Problem{Status: http.StatusConflict, Type: ProblemTxAborted, Title: "Request conflicts with the current state",
 			Detail: "The request's writes could not commit (a condition on the current state failed), so nothing was changed. It may be retried with the same Idempotency-Key once the state allows it."}
+	case errors.Is(err, idempotent.ErrTxRefused):
+		// A configuration error (a table that does not exist, a role without
+		// access, a server without transactions): not an outage, so no
+		// Retry-After. Nothing committed and the record was released.
+		return Problem{Status: http.StatusInternalServerError, Type: ProblemTxRefused, Title: "Request could not be committed",
+			Detail: "The service's database refused the request's writes, so nothing was changed. Retrying will not help until the service is fixed."}
 	case errors.Is(err, idempotent.ErrStore):
 		return Problem{Status: http.StatusServiceUnavailable, Type: ProblemStoreUnavailable, Title: "Service temporarily unavailable",
 			Detail: "The request could not be completed. Retry after the Retry-After delay with the same Idempotency-Key.", RetryAfter: retryAfter}
