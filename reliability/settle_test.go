@@ -350,4 +350,3 @@ func TestRefusedTransaction(t *testing.T) {
 		})
 	}
 }
-
