@@ -61,7 +61,7 @@ const (
 const _ uint = uint(ordersVisibilityTimeout - (ordersTimeout + ordersLeaseMax) - 1)
 
 const (
-	// Both functions get 256 MB: Lambda allocates CPU in proportion to
+	// Every function gets 256 MB: Lambda allocates CPU in proportion to
 	// memory, and a Go binary that spends its time waiting on DynamoDB needs
 	// neither more memory nor more CPU; 128 MB makes cold starts and TLS
 	// handshakes noticeably slower for a fraction of a cent saved.

@@ -48,6 +48,7 @@ type demo struct {
 
 	mu         sync.Mutex
 	cur        string                      // the current step's number
+	begun      []string                    // the names of the steps begun, in order (for TestDemo)
 	numbered   bool                        // its number has been printed
 	step       []idempotent.Event          // this step's outcomes
 	byMsg      map[string]idempotent.Event // this step's orders outcomes by message ID
@@ -99,11 +100,14 @@ func (d *demo) hook(function string) func(context.Context, idempotent.Event) {
 	}
 }
 
-// begin starts step n: it forgets the previous step's outcomes.
-func (d *demo) begin(n int) {
+// begin starts the step named name (steps.go): it forgets the previous
+// step's outcomes.
+func (d *demo) begin(name string) {
+	n := stepNumber(name)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.cur, d.numbered, d.step, d.byMsg = fmt.Sprint(n), false, nil, map[string]idempotent.Event{}
+	d.begun = append(d.begun, name)
 }
 
 func (d *demo) outcomes() []idempotent.Event {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestDemo(t *testing.T) {
 
 	text := out.String()
 	assert.NotContains(t, text, "unexpected")
+	assert.Equal(t, len(storySteps), numberedSteps(t, text), "the story runs the steps of storySteps, each once, in order")
 	for _, want := range []string{
 		"Every step turned out as expected",
 		"replayed (Idempotent-Replayed: true)",
@@ -49,7 +51,7 @@ func TestDemo(t *testing.T) {
 		"SKU-RED-MUG   3",
 		"driven by a real http.Client",
 		"4× 409 in-progress (Retry-After: 1)",
-		"$ idemkit inspect --table", // the final scene: step 1's record through the idemkit command
+		"$ idemkit inspect --table", // the final scene: the new-payment step's record through the idemkit command
 		"status   COMPLETED",
 		"HTTP 201",
 		// The stream scene (receipts.go): the checkpoint, then a clean redelivery.
@@ -63,19 +65,22 @@ func TestDemo(t *testing.T) {
 	} {
 		assert.Contains(t, text, want)
 	}
-	// What is not self-evident is explained where it is printed: step 9's
-	// crash (and why it counts as store_error), its moved clock, step 10's
-	// fencing, and each outcome of the summary that needs a reason.
+	// What is not self-evident is explained where it is printed: the
+	// crash-after-charge step's crash (and why it counts as store_error), its
+	// moved clock, the stale-owner step's fencing, and each outcome of the
+	// summary that needs a reason.
 	for _, want := range []string{
 		"the crash is simulated", "reports store_error (a real crash reports nothing)",
 		"retry, clock moved 1 minute on", "(idempotent.WithClock), past the dead owner's lease",
 		"a fenced writer", "fails the lease check (lease_lost)",
-		"executed     includes step 6's 400s",
-		"in_progress  steps 3, 9, 15: duplicates while the key's owner ran",
-		"store_error  step 9: the simulated crash",
-		"lease_lost   step 10: a fenced writer",
-		"handler_error step 13: the handler's writes did not commit",
-		"rejected     steps 5, 7, 11, 12, 17: refused before any claim",
+		fmt.Sprintf("step %d's key, amount 9900, not 2500", stepNumber("web-new")),
+		"executed     includes " + refs("invalid-bodies") + "'s 400s",
+		"in_progress  " + refs("concurrent-duplicates", "crash-after-charge", "web-concurrent") + ": duplicates while the key's owner ran",
+		"store_error  " + refs("crash-after-charge") + ": the simulated crash",
+		"lease_lost   " + refs("stale-owner") + ": a fenced writer",
+		"handler_error " + refs("out-of-stock") + ": the handler's writes did not commit",
+		"rejected     " + refs("missing-key", "malformed-json", "orders-batch", "orders-redelivery", "web-missing-key") + ": refused before any claim",
+		fmt.Sprintf("Step %d's record through the idemkit command", stepNumber("new-payment")),
 	} {
 		assert.Contains(t, text, want, "the demo explains itself")
 	}
@@ -92,7 +97,7 @@ func TestDemo(t *testing.T) {
 func TestWebScene(t *testing.T) {
 	client := localddbtest.Client(t)
 	d := newDemo(io.Discard, client, localddbtest.Tables(t, client))
-	require.NoError(t, d.webStory(t.Context(), 14))
+	require.NoError(t, d.webStory(t.Context()))
 	assert.Zero(t, d.failed, "no step turned out unexpectedly")
 
 	a := d.web.answers
@@ -137,9 +142,12 @@ func TestTransactionScenes(t *testing.T) {
 	client := localddbtest.Client(t)
 	var out bytes.Buffer
 	d := newDemo(&out, client, localddbtest.Tables(t, client))
-	for i, scene := range []func(context.Context) error{d.crashAfterCharge, d.staleOwner, d.outOfStock} {
-		d.begin(i + 1)
-		require.NoError(t, scene(t.Context()))
+	for _, scene := range []struct {
+		name string
+		run  func(context.Context) error
+	}{{"crash-after-charge", d.crashAfterCharge}, {"stale-owner", d.staleOwner}, {"out-of-stock", d.outOfStock}} {
+		d.begin(scene.name)
+		require.NoError(t, scene.run(t.Context()))
 	}
 	t.Log("\n" + out.String())
 	assert.Zero(t, d.failed, "no scene turned out unexpectedly")
@@ -180,7 +188,7 @@ func TestReceiptsScene(t *testing.T) {
 	client := localddbtest.Client(t)
 	var out bytes.Buffer
 	d := newDemo(&out, client, localddbtest.Tables(t, client))
-	require.NoError(t, d.receiptsStory(t.Context(), 16))
+	require.NoError(t, d.receiptsStory(t.Context()))
 	t.Log("\n" + out.String())
 	assert.Zero(t, d.failed, "no step turned out unexpectedly")
 
@@ -202,4 +210,39 @@ func TestReceiptsScene(t *testing.T) {
 	} {
 		assert.Contains(t, text, want)
 	}
+}
+
+// refs formats the numbers of the named steps as the demo's summary does:
+// "step N", or "steps N, M, ...".
+func refs(names ...string) string {
+	var nums []string
+	for _, name := range names {
+		nums = append(nums, fmt.Sprint(stepNumber(name)))
+	}
+	if len(nums) == 1 {
+		return "step " + nums[0]
+	}
+	return "steps " + strings.Join(nums, ", ")
+}
+
+// stepLineRE matches the first line of a step in the demo's output: its
+// number, right-aligned in 3 columns, what was sent, an arrow, what came back.
+var stepLineRE = regexp.MustCompile(`^ {0,2}(\d+)  \S.* → `)
+
+// numberedSteps returns how many steps the output numbers, and fails the test
+// unless they are numbered 1, 2, 3, ... in order, each once.
+func numberedSteps(t *testing.T, out string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		m := stepLineRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n++
+		if m[1] != fmt.Sprint(n) {
+			t.Errorf("step %d is numbered %s: %q", n, m[1], line)
+		}
+	}
+	return n
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // inspect ends the demo as an operator would start: the idemkit command
-// (cmd/idemkit's logic, run in process on the demo's table) finds step 1's
-// record from the raw Idempotency-Key and caller of its request, and shows
+// (cmd/idemkit's logic, run in process on the demo's table) finds the
+// new-payment step's record from the raw Idempotency-Key and caller of its request, and shows
 // it with the stored HTTP response.
 func (d *demo) inspect(ctx context.Context) error {
 	ev := sample(samples.PaymentNew)
@@ -24,7 +24,7 @@ func (d *demo) inspect(ctx context.Context) error {
 	args := []string{"inspect", "--table", d.tables.Idempotency, "--prefix", payments.Prefix,
 		"--http-key", ev.Headers["idempotency-key"], "--caller", "jwt",
 		"--caller-part", claims["iss"], "--caller-part", claims["sub"], "--show-response"}
-	fmt.Fprintf(d.w, "\nStep 1's record through the idemkit command (go install ./cmd/idemkit), found from the request's raw key and caller:\n")
+	fmt.Fprintf(d.w, "\nStep %d's record through the idemkit command (go install ./cmd/idemkit), found from the request's raw key and caller:\n", stepNumber("new-payment"))
 	fmt.Fprintf(d.w, "  $ idemkit %s\n", strings.Join(args, " "))
 	var out bytes.Buffer
 	code := (&idemkitcli.Command{Stdout: &out, Stderr: &out}).Run(ctx, args)

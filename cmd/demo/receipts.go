@@ -46,7 +46,7 @@ var receiptNames = map[string]string{
 // function with the mailer down for B (the second record), shows the batch
 // response, delivers again from the checkpoint it names, and shows that
 // every payment got one receipt and the records done were replayed.
-func (d *demo) receiptsStory(ctx context.Context, first int) error {
+func (d *demo) receiptsStory(ctx context.Context) error {
 	ev, err := samples.DynamoDB(samples.DDBStreamsPayments)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func (d *demo) receiptsStory(ctx context.Context, first int) error {
 		"one receipt per payment (ddbstreams.Wrap keyed by paymentId, the send a step), partial batch responses\n", samples.DDBStreamsPayments)
 
 	// The first delivery: the mailer fails B.
-	d.begin(first)
+	d.begin("receipts-checkpoint")
 	r.down.Store(true)
 	resp, err := r.deliver(ctx, ev)
 	if err != nil {
@@ -99,7 +99,7 @@ func (d *demo) receiptsStory(ctx context.Context, first int) error {
 
 	// Lambda delivers the shard again from the checkpoint: B and every
 	// later record, the ones already done included.
-	d.begin(first + 1)
+	d.begin("receipts-redelivery")
 	r.down.Store(false)
 	again := events.DynamoDBEvent{Records: ev.Records[1:]}
 	resp, err = r.deliver(ctx, again)

@@ -74,7 +74,7 @@ func (d *demo) show(ctx context.Context) error {
 	for _, fn := range []string{"payments", "orders"} {
 		fmt.Fprintf(d.w, "  %-9s %s\n", fn, formatOutcomes(d.totals[fn]))
 	}
-	fmt.Fprintf(d.w, "  %-12s includes step 6's 400s: a handler's answer is stored, whatever its status\n", idempotent.OutcomeExecuted)
+	fmt.Fprintf(d.w, "  %-12s includes step %d's 400s: a handler's answer is stored, whatever its status\n", idempotent.OutcomeExecuted, stepNumber("invalid-bodies"))
 	for _, o := range slices.Sorted(maps.Keys(outcomeReasons)) {
 		if steps := d.stepsOf[o]; len(steps) > 0 {
 			fmt.Fprintf(d.w, "  %-12s %s: %s\n", o, stepList(steps), outcomeReasons[o])
@@ -99,7 +99,8 @@ var outcomeReasons = map[idempotent.Outcome]string{
 	idempotent.OutcomeHandlerError: "the handler's writes did not commit (out of stock): its record was released, so a retry runs it again",
 }
 
-// stepList formats a set of step numbers: "step 9", "steps 3, 9, 13".
+// stepList formats a set of step numbers: "step N", or "steps N, M, ..." in
+// numeric order.
 func stepList(steps map[string]bool) string {
 	list := slices.SortedFunc(maps.Keys(steps), cmpStep)
 	if len(list) == 1 {

@@ -16,19 +16,25 @@ import (
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
-// concurrent is how many identical requests step 3 sends at once.
+// concurrent is how many identical requests the concurrent-duplicates step
+// sends at once (and the web-concurrent step, the first and its duplicates).
 const concurrent = 5
 
 // story runs the steps in order; an error means the demo could not go on
 // (DynamoDB unreachable), not that a step turned out unexpectedly.
 func (d *demo) story(ctx context.Context) error {
 	fmt.Fprintln(d.w, "\nPayments API: POST /payments with an Idempotency-Key header (API Gateway HTTP API v2 events)")
-	for i, step := range []func(context.Context) error{
-		d.newPayment, d.replay, d.concurrentDuplicates, d.differentBody, d.missingKey,
-		d.invalidBodies, d.malformedJSON, d.secondCaller, d.crashAfterCharge, d.staleOwner,
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"new-payment", d.newPayment}, {"replay", d.replay}, {"concurrent-duplicates", d.concurrentDuplicates},
+		{"different-body", d.differentBody}, {"missing-key", d.missingKey}, {"invalid-bodies", d.invalidBodies},
+		{"malformed-json", d.malformedJSON}, {"second-caller", d.secondCaller},
+		{"crash-after-charge", d.crashAfterCharge}, {"stale-owner", d.staleOwner},
 	} {
-		d.begin(i + 1)
-		if err := step(ctx); err != nil {
+		d.begin(step.name)
+		if err := step.run(ctx); err != nil {
 			return err
 		}
 	}
@@ -39,27 +45,27 @@ func (d *demo) story(ctx context.Context) error {
 		}
 	}
 	for _, step := range []struct {
-		n    int
+		name string
 		file string
 		what string
 		want map[string]int64
 	}{
-		{11, samples.OrdersBatch, "batch: duplicate order, 2 bad messages", map[string]int64{"SKU-RED-MUG": 2, "SKU-BLUE-CAP": 1}},
-		{12, samples.OrdersRedelivery, "the batch redelivered, plus a new order", map[string]int64{"SKU-RED-MUG": 3, "SKU-BLUE-CAP": 1}},
+		{"orders-batch", samples.OrdersBatch, "batch: duplicate order, 2 bad messages", map[string]int64{"SKU-RED-MUG": 2, "SKU-BLUE-CAP": 1}},
+		{"orders-redelivery", samples.OrdersRedelivery, "the batch redelivered, plus a new order", map[string]int64{"SKU-RED-MUG": 3, "SKU-BLUE-CAP": 1}},
 	} {
-		d.begin(step.n)
+		d.begin(step.name)
 		if err := d.batch(ctx, step.file, step.what, step.want); err != nil {
 			return err
 		}
 	}
-	d.begin(13)
+	d.begin("out-of-stock")
 	if err := d.outOfStock(ctx); err != nil {
 		return err
 	}
-	if err := d.webStory(ctx, 14); err != nil {
+	if err := d.webStory(ctx); err != nil {
 		return err
 	}
-	return d.receiptsStory(ctx, 18) // the receipts function on the payments table's stream (receipts.go)
+	return d.receiptsStory(ctx) // the receipts function on the payments table's stream (receipts.go)
 }
 
 func (d *demo) newPayment(ctx context.Context) error {

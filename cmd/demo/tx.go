@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -26,11 +27,33 @@ import (
 // reservation commits with its completion.
 
 // deadClient is the store's client in a process that dies after its
-// handler returned and before its transaction reached DynamoDB.
-type deadClient struct{ *dynamodb.Client }
+// handler returned and before its transaction reached DynamoDB: nothing it
+// sends from then on arrives, not even the write with which a live process
+// settles an unknown commit (it would give the record back at once).
+type deadClient struct {
+	*dynamodb.Client
+	dead *atomic.Bool
+}
 
-func (deadClient) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return nil, errors.New("demo: the process died before its transaction was sent")
+var errDied = errors.New("demo: the process died before its transaction was sent")
+
+func (c deadClient) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.dead.Store(true)
+	return nil, errDied
+}
+
+func (c deadClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.dead.Load() {
+		return nil, errDied
+	}
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+func (c deadClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if c.dead.Load() {
+		return nil, errDied
+	}
+	return c.Client.DeleteItem(ctx, in, optFns...)
 }
 
 // later is the clock of a process a minute later: past the lease of any
@@ -52,7 +75,7 @@ func (d *demo) ledgerRows(ctx context.Context, paymentID string) (int, error) {
 func (d *demo) crashAfterCharge(ctx context.Context) error {
 	ev := withKey(sample(samples.PaymentNew), freshKey())
 	charges := d.processor.Charges()
-	crashed := payments.New(dynamostore.New(deadClient{d.client}, d.tables.Idempotency), d.processor, d.client, d.tables.Payments,
+	crashed := payments.New(dynamostore.New(deadClient{d.client, new(atomic.Bool)}, d.tables.Idempotency), d.processor, d.client, d.tables.Payments,
 		idempotent.WithOutcomeHook(d.hook("payments")))
 	first, err := d.payWith(ctx, crashed, ev)
 	if err != nil {

@@ -25,11 +25,11 @@ type web struct {
 	url    string
 	client *http.Client
 	gate   *armedProcessor
-	newKey string // the key of the first step
+	newKey string // the key of the web-new step
 	// answers holds each request's answer by name, for the test.
 	answers map[string]answer
-	// added is the number of ledger items a step added: "new" (step 12 and
-	// its retry), "concurrent" (step 13).
+	// added is the number of ledger items a step added: "new" (the web-new
+	// step, its retry included), "concurrent" (the web-concurrent step).
 	added map[string]int
 }
 
@@ -67,7 +67,7 @@ func (g *armedProcessor) Charge(ctx context.Context, key string, req payments.Ch
 
 // webStory serves the payments API on 127.0.0.1:0 for the length of the
 // scene and drives it with a real http.Client.
-func (d *demo) webStory(ctx context.Context, first int) error {
+func (d *demo) webStory(ctx context.Context) error {
 	d.web = &web{gate: &armedProcessor{Processor: d.processor}, answers: map[string]answer{}, added: map[string]int{}}
 	idem := nethttp.Middleware(payments.Engine(d.store, idempotent.WithOutcomeHook(d.hook("payments"))))
 	mux := http.NewServeMux()
@@ -92,11 +92,15 @@ func (d *demo) webStory(ctx context.Context, first int) error {
 
 	fmt.Fprintf(d.w, "\nThe same payments API as a net/http server: payments.NewHTTPHandler behind nethttp.Middleware,\n"+
 		"same DynamoDB store, on %s, driven by a real http.Client\n", d.web.url)
-	for i, step := range []func(context.Context) error{
-		d.webNew, d.webConcurrent, d.webDifferentBody, d.webMissingKey,
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"web-new", d.webNew}, {"web-concurrent", d.webConcurrent},
+		{"web-different-body", d.webDifferentBody}, {"web-missing-key", d.webMissingKey},
 	} {
-		d.begin(first + i)
-		if err := step(ctx); err != nil {
+		d.begin(step.name)
+		if err := step.run(ctx); err != nil {
 			return err
 		}
 	}
@@ -245,7 +249,7 @@ func (d *demo) webDifferentBody(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.line("step 12's key, amount 9900, not 2500", a.String(), a.status == 422 && a.problem == "payload-mismatch")
+	d.line(fmt.Sprintf("step %d's key, amount 9900, not 2500", stepNumber("web-new")), a.String(), a.status == 422 && a.problem == "payload-mismatch")
 	return nil
 }
 

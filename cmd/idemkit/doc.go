@@ -21,6 +21,15 @@
 //	idemkit list     --stuck | --in-progress STORE [--prefix P] [--limit N] [--json]
 //	idemkit check    STORE
 //
+// The prefix P is the function's name (AWS_LAMBDA_FUNCTION_NAME) unless the
+// function sets idempotent.WithPrefix; off Lambda it is "idemkit". --key is
+// the raw key of idempotent.Wrap, sqsbatch and nethttp (for nethttp, the
+// header's key without its quotes), with --scope for their scope. --http-key
+// is the Idempotency-Key header as the client sent it to the API Gateway
+// adapter, quotes included if any (Idempotency-Key: "a b" is
+// --http-key '"a b"' in the shell), with the caller it was scoped to: --key
+// never finds an API Gateway record.
+//
 // STORE is one of:
 //
 //   - --table NAME: DynamoDB (region, credentials and endpoint from the

@@ -177,7 +177,8 @@ func (m *userModule) useCheckout(t *testing.T, cmds []string) {
 	if _, err := os.Stat(filepath.Join(m.bin, "idemkit")); err != nil {
 		t.Fatalf("the documented commands installed no idemkit command: %v", err)
 	}
-	if out := m.run(t, "idemkit", "id", "--prefix", "payments", "--key", "o-1"); !strings.HasPrefix(out, "payments#") {
+	// By its path: exec looks a bare name up in this process's PATH, not in m.env's.
+	if out := m.run(t, filepath.Join(m.bin, "idemkit"), "id", "--prefix", "payments", "--key", "o-1"); !strings.HasPrefix(out, "payments#") {
 		t.Errorf("the installed idemkit id printed %q, want a record id", out)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/internal/localddb"
 )
 
 // TestCodeBlocks checks every fenced code block of the documentation by its
@@ -24,7 +25,7 @@ import (
 // compiled together at the end, with one go command.
 func TestCodeBlocks(t *testing.T) {
 	targets := makeTargets(t)
-	var programs []block
+	var programs, inModule []block
 	for _, file := range docFiles(t) {
 		blocks, _ := parseMarkdown(file, readDoc(t, file))
 		for _, b := range blocks {
@@ -36,6 +37,9 @@ func TestCodeBlocks(t *testing.T) {
 					checkFragment(t, b)
 				}
 			case "sh", "bash", "shell":
+				if isInYourModule(b) {
+					inModule = append(inModule, b)
+				}
 				if !checkedElsewhere(t, b) {
 					checkCommands(t, b, targets)
 				}
@@ -59,7 +63,10 @@ func TestCodeBlocks(t *testing.T) {
 			}
 		}
 	}
-	compilePrograms(t, programs)
+	if !slices.ContainsFunc(inModule, func(b block) bool { return b.file == "docs/getting-started.md" }) {
+		t.Errorf("docs/getting-started.md: no ```sh block headed %q: the command that runs the reader's tests against DynamoDB Local, from their module", yourModuleMarker)
+	}
+	compilePrograms(t, programs, inModule)
 }
 
 // --- Go ----------------------------------------------------------------------------------------------------
@@ -156,6 +163,45 @@ func checkFragment(t *testing.T, b block) {
 	if i < len(want) {
 		t.Errorf("%s: line %q (and what follows) is not in %s %s, in this order; update the documentation or the example", b, want[i], file, fn)
 	}
+	if err := fragmentParses(b.lines[1:]); err != nil {
+		t.Errorf("%s: not whole Go: %v. Show every call and block to its end (elide inside them with \"...\" lines), "+
+			"or link %s instead of quoting a part that stops in the middle", b, err, file)
+	}
+}
+
+// fragmentParses reports whether a fragment, its elision lines dropped, is
+// whole Go: statements (as in a function body), declarations, the arguments
+// of a call, or declarations followed by statements with an elision between
+// them. So an excerpt never stops in the middle of a call or a block, and
+// its brackets balance: what a reader copies is code, and "..." elides only
+// whole lines inside it. It returns the statements' parse error.
+func fragmentParses(lines []string) error {
+	var kept []string
+	var elisions []int // indexes into kept where an elision stood
+	for _, l := range lines {
+		switch strings.TrimSpace(l) {
+		case "...", "// ...":
+			elisions = append(elisions, len(kept))
+			continue
+		}
+		kept = append(kept, l)
+	}
+	parses := func(src string) error {
+		_, err := parser.ParseFile(token.NewFileSet(), "fragment.go", src, parser.SkipObjectResolution)
+		return err
+	}
+	src := strings.Join(kept, "\n")
+	stmtErr := parses("package p\nfunc _() {\n" + src + "\n}\n")
+	if stmtErr == nil || parses("package p\n"+src+"\n") == nil || parses("package p\nvar _ = f(\n"+src+"\n)\n") == nil {
+		return nil
+	}
+	for _, k := range elisions {
+		decls, stmts := strings.Join(kept[:k], "\n"), strings.Join(kept[k:], "\n")
+		if parses("package p\n"+decls+"\nfunc _() {\n"+stmts+"\n}\n") == nil {
+			return nil
+		}
+	}
+	return stmtErr
 }
 
 // normalizedLines trims white space and drops blank lines and elisions.
@@ -200,7 +246,7 @@ var fileNameRE = regexp.MustCompile(`^//\s*([A-Za-z0-9_.-]+\.go)\s*$`)
 // ("// main.go", "// main_test.go"): the named blocks of one Markdown file
 // with the same package clause form one package, as a guide builds a
 // program and its test step by step.
-func compilePrograms(t *testing.T, programs []block) {
+func compilePrograms(t *testing.T, programs, inModule []block) {
 	t.Helper()
 	if len(programs) == 0 {
 		t.Fatal("no complete Go file in the documentation: the README's quick start should be one")
@@ -271,6 +317,50 @@ func compilePrograms(t *testing.T, programs []block) {
 	run(append([]string{"vet"}, all...)...)
 	if len(tests) > 0 {
 		run(append([]string{"test", "-count=1"}, tests...)...)
+	}
+	runInYourModule(t, m, inModule)
+}
+
+// yourModuleMarker heads a ```sh block whose commands the reader runs in
+// their own module's directory, not in the clone.
+const yourModuleMarker = "# in your module"
+
+func isInYourModule(b block) bool {
+	return len(b.lines) > 0 && strings.TrimSpace(b.lines[0]) == yourModuleMarker
+}
+
+// runInYourModule runs the commands of the blocks headed "# in your module"
+// in the new user's module, after the checkout commands and with the
+// documentation's programs in it, as the reader pastes them (the clone's
+// path, /path/to/idemkit, is this repository). Your module has no scripts/:
+// a script of the repository must be named by its path in the clone, which
+// checkCommands requires of these blocks. The commands may need DynamoDB
+// (scripts/with-dynamodb.sh): without AWS_ENDPOINT_URL_DYNAMODB they are not
+// run, as tests on DynamoDB Local skip, unless IDEMKIT_REQUIRE_DYNAMODB=1.
+func runInYourModule(t *testing.T, m *userModule, blocks []block) {
+	t.Helper()
+	if len(blocks) == 0 {
+		return
+	}
+	if os.Getenv(localddb.EnvEndpoint) == "" && os.Getenv(localddb.EnvRequire) != "1" {
+		t.Logf("%s is not set: the %d blocks headed %q are not run (run under scripts/with-dynamodb.sh)", localddb.EnvEndpoint, len(blocks), yourModuleMarker)
+		return
+	}
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		for _, c := range commandLines(b.lines) {
+			cmd := exec.Command("bash", "-euo", "pipefail", "-c", placeholderRE.ReplaceAllLiteralString(c, root))
+			cmd.Dir, cmd.Env = m.dir, m.env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: %q, run in a new module outside the repository: %v\n%s", b, c, err, out)
+				continue
+			}
+			t.Logf("%s: %q, run in a new module outside the repository:\n%s", b, c, out)
+		}
 	}
 }
 
@@ -343,6 +433,13 @@ func checkCommands(t *testing.T, b block, targets map[string]bool) {
 					t.Errorf("%s: name the target: %q", b, part)
 				}
 			case strings.Contains(cmd, "/"):
+				inClone, ok := strings.CutPrefix(cmd, checkoutPlaceholder+"/")
+				switch {
+				case ok:
+					cmd = inClone // a script of the clone, by its path there
+				case isInYourModule(b):
+					t.Errorf("%s: %s: the block runs in the reader's module, where there is no %s: name it by its path in the clone, %s/%s", b, cmd, cmd, checkoutPlaceholder, cmd)
+				}
 				info, err := os.Stat(filepath.Join(repoRoot, cmd))
 				if err != nil {
 					t.Errorf("%s: %s: %v", b, cmd, err)

@@ -56,8 +56,11 @@
 //     error, a store fault before or after the commit — the write committed
 //     exactly when the completion landed, and the caller gets its response
 //     only then: ErrInProgress after a lost lease, ErrTxAborted after a
-//     failing write (the record is given back), ErrStore when the wrapper
-//     cannot know; never a success whose writes did not commit.
+//     failing write (the record is given back); after an unknown outcome the
+//     wrapper settles it by a give-back fenced by its lease and INPROGRESS,
+//     which keeps a completed record (storage.ErrAlreadyCompleted): the
+//     response when the commit landed and the settle found it, else
+//     ErrStore; never a success whose writes did not commit.
 //
 // The test is TestModel: 100 random runs of about 30 steps per store by
 // default (make test), more with rapid's flags, for example

@@ -125,6 +125,9 @@ type invocation struct {
 	holds   bool         // its record holds a step: a failed run suspends, not releases
 	abort   bool         // a tx wrapper's handler added a failing write
 	commit  *observation // a tx wrapper's: its transaction's commit, once made
+	// giveBack is a tx wrapper's release or suspend after its commit: the
+	// settle of an unknown outcome, or the give-back after an abort.
+	giveBack *observation
 }
 
 // from names the way an answer came without the store, for messages.
@@ -828,6 +831,10 @@ func (m *machine) apply(t *rapid.T, obs []observation) {
 			c := o
 			inv.commit = &c
 		}
+		if (o.op == opRelease || o.op == opSuspend) && inv.commit != nil {
+			g := o
+			inv.giveBack = &g
+		}
 		switch {
 		case !o.called:
 			// Never reached the store: nothing changed.
@@ -835,7 +842,8 @@ func (m *machine) apply(t *rapid.T, obs []observation) {
 				inv.expect = expectStoreError
 			}
 		case o.err != nil && !(o.op != opClaim && errors.Is(o.err, storage.ErrLeaseLost)) &&
-			!(o.tx && inv.abort && errors.Is(o.err, storage.ErrTxAborted)):
+			!(o.tx && inv.abort && errors.Is(o.err, storage.ErrTxAborted)) &&
+			!((o.op == opRelease || o.op == opSuspend) && errors.Is(o.err, storage.ErrAlreadyCompleted)):
 			t.Fatalf("%v: the store failed without an injected fault", o)
 		case o.op == opClaim:
 			m.applyClaim(t, inv, o)
@@ -962,6 +970,12 @@ func (m *machine) applyGiveBack(t *rapid.T, inv *invocation, o observation, land
 	case r == nil && !ok:
 		t.Fatalf("%v: it must succeed when key-%d has no record", o, inv.key)
 	case r == nil:
+	case r.lease == o.lease && r.status == storage.StatusCompleted:
+		// The caller's completion landed: a give-back keeps the record and
+		// says so (the settle of an unknown commit relies on it).
+		if !errors.Is(o.err, storage.ErrAlreadyCompleted) {
+			t.Fatalf("%v, though key-%d's record is its own %s: want storage.ErrAlreadyCompleted, the record kept", o, inv.key, m.describe(r))
+		}
 	case r.lease != o.lease && ok:
 		t.Fatalf("invariant 4 violated: %v, though key-%d's record is not its own but the model's %s", o, inv.key, m.describe(r))
 	case r.lease == o.lease && !ok:
@@ -1111,8 +1125,26 @@ func (m *machine) checkTxResult(t *rapid.T, inv *invocation, got string) {
 	case c == nil:
 		t.Fatalf("#%d %s: its handler added writes and succeeded, but no commit was made", inv.id, got)
 	case c.dropped || c.fault != faultNone:
-		want = idempotent.ErrStore
+		// Unknown to the wrapper, which settles it by the record's fence:
+		// its response exactly when the commit landed (and the settle found
+		// it), else ErrStore (or ErrInProgress when the settle met another
+		// owner).
 		m.stats.txUnknown.Add(1)
+		landed := c.called && c.err == nil
+		if inv.err == nil {
+			if !landed || inv.out != inv.value {
+				t.Fatalf("invariant 8 violated: #%d %s after %v: a success whose writes did not commit", inv.id, got, c)
+			}
+			return
+		}
+		g := inv.giveBack
+		if landed && g != nil && g.called && g.fault == faultNone && errors.Is(g.err, storage.ErrAlreadyCompleted) {
+			t.Fatalf("#%d %s after %v, though its settle (%v) found the commit landed: want its response", inv.id, got, c, g)
+		}
+		want = idempotent.ErrStore
+		if g != nil && g.called && errors.Is(g.err, storage.ErrLeaseLost) {
+			want = idempotent.ErrInProgress
+		}
 	case c.err == nil:
 		if inv.err != nil || inv.out != inv.value {
 			t.Fatalf("invariant 5 violated: #%d %s, not its handler's response %q, though its commit landed", inv.id, got, inv.value)
