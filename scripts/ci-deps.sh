@@ -12,10 +12,14 @@
 #             test Redis Cluster. Nothing if REDIS_URL and REDIS_CLUSTER_ADDRS are both set, for the same reason.
 #   postgres  PostgreSQL's server programs (scripts/with-postgres.sh: initdb, postgres, pg_isready; Debian package
 #             postgresql puts them in /usr/lib/postgresql/<N>/bin). Nothing if POSTGRES_URL is set.
+#   pgbouncer PgBouncer (scripts/with-pgbouncer.sh puts it, in transaction pooling mode, in front of that server:
+#             the tests of pgstore and the idemkit command behind a pooler). Debian package pgbouncer puts it in
+#             /usr/sbin. Nothing if POSTGRES_POOLER_URL is set, or if PGBOUNCER names the program.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
-#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres node;
-#   test = make dynamodb redis postgres node.
+#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres pgbouncer node;
+#   test = make dynamodb redis postgres pgbouncer node. (bench takes pgbouncer because the Makefile runs it under
+#   the same scripts as the tests, scripts/with-pgbouncer.sh among them.)
 #
 # Runs apt-get update only when the package lists are missing, or when an install fails on stale lists.
 # Non-interactive; installs as root, or with sudo. When it cannot install (not root and no sudo, no apt-get, the
@@ -26,13 +30,13 @@ set -euo pipefail
 needs=()
 for arg in "${@:-test}"; do
   case $arg in
-    dynamodb | redis | postgres | node | make) needs+=("$arg") ;;
+    dynamodb | redis | postgres | pgbouncer | node | make) needs+=("$arg") ;;
     demo | stress) needs+=(dynamodb) ;;
     docs) needs+=(dynamodb node postgres) ;;
-    bench) needs+=(dynamodb redis postgres node) ;;
-    test) needs+=(make dynamodb redis postgres node) ;;
+    bench) needs+=(dynamodb redis postgres pgbouncer node) ;;
+    test) needs+=(make dynamodb redis postgres pgbouncer node) ;;
     *)
-      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|postgres|node|make]... (unknown: $arg)" >&2
+      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|postgres|pgbouncer|node|make]... (unknown: $arg)" >&2
       exit 2
       ;;
   esac
@@ -63,6 +67,12 @@ if wants postgres && [ -z "${POSTGRES_URL:-}" ] && [ -z "${PG_BINDIR:-}" ]; then
   # Where scripts/with-postgres.sh looks: PATH, then Debian's versioned directories.
   if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
     add postgresql "PostgreSQL (initdb, postgres)"
+  fi
+fi
+if wants pgbouncer && [ -z "${POSTGRES_POOLER_URL:-}" ] && [ -z "${PGBOUNCER:-}" ]; then
+  # Where scripts/with-pgbouncer.sh looks: PATH, then /usr/sbin (not on a normal user's PATH on Debian).
+  if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+    add pgbouncer "PgBouncer (pgbouncer)"
   fi
 fi
 if wants dynamodb && [ -z "${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then

@@ -82,7 +82,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("pgstore: delete expired: %w", err)
 		}
-		tag, err := s.db.Exec(ctx, s.sql.deleteExpired, cutoff, batch)
+		tag, err := s.db.Exec(ctx, s.sql.deleteExpired, s.opts.QueryExecMode, cutoff, batch)
 		if err != nil {
 			return total, fmt.Errorf("pgstore: delete expired: %w", err)
 		}
@@ -112,7 +112,7 @@ var (
 // record that is still stored is returned as it is.
 func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	var r row
-	err := s.db.QueryRow(ctx, s.sql.get, id).Scan(r.dest()...)
+	err := s.db.QueryRow(ctx, s.sql.get, s.opts.QueryExecMode, id).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Record{}, fmt.Errorf("pgstore: get %s: %w", id, ErrNotFound)
 	}
@@ -142,7 +142,7 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 		}
 	}
 	var done, exists bool
-	err := s.db.QueryRow(ctx, s.sql.deleteAsRead, rec.ID, string(rec.Status), seconds(rec.ExpiresAt), millis(rec.LeaseExpiresAt),
+	err := s.db.QueryRow(ctx, s.sql.deleteAsRead, s.opts.QueryExecMode, rec.ID, string(rec.Status), seconds(rec.ExpiresAt), millis(rec.LeaseExpiresAt),
 		rec.Lease, rec.Fingerprint, nullBytes(rec.Data), int32(rec.Version), names, data, rec.Suspended).Scan(&done, &exists)
 	switch {
 	case err != nil:
@@ -157,28 +157,49 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 
 // ScanOptions bounds and filters a Scan.
 type ScanOptions struct {
-	// Status, when set, keeps only records of that status.
+	// Status, when set, keeps only records of that status: the server
+	// skips the others.
 	Status storage.Status
 	// IDPrefix, when set, keeps only records whose id starts with it: read
 	// from the primary key's range of that prefix, not the whole table.
 	IDPrefix string
-	// PageSize is the number of rows each query reads; 0 means 1,000.
+	// PageSize is the number of rows each query returns at most; 0 means
+	// 1,000.
 	PageSize int
+	// Progress, when set, is called after each query.
+	Progress func(ScanProgress)
+}
+
+// ScanProgress is how far a Scan has come.
+type ScanProgress struct {
+	// Pages is the number of queries made.
+	Pages int
+	// Matched is the number of rows they returned: the records of
+	// ScanOptions.Status and IDPrefix read so far (rows of other statuses
+	// are read by the server, and skipped there).
+	Matched int64
 }
 
 // Scan calls fn with each record (in id order) until fn returns false, ctx
 // ends, or the table is read. A row that does not decode is passed as an
-// error wrapping storage.ErrCorruptRecord; fn decides whether to go on. Each
-// page is one query, read in order of the primary key from where the last
-// ended.
+// error wrapping storage.ErrCorruptRecord; fn decides whether to go on.
+//
+// Each page is one query that reads the primary key's index in id order,
+// from where the last page ended, within the range of opts.IDPrefix (the
+// whole table without one), and returns the next opts.PageSize rows of
+// opts.Status: to find them, the server reads every row of the range up to
+// the last one returned, and only the matching rows cross the network. So a
+// scan of the whole table for one status reads, on the server, every row.
 func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Record, error) bool) error {
 	page := opts.PageSize
 	if page <= 0 {
 		page = 1000
 	}
+	end := prefixEnd(opts.IDPrefix)
 	cursor, inclusive := opts.IDPrefix, true
+	var prog ScanProgress
 	for {
-		rows, err := s.db.Query(ctx, s.sql.scan, cursor, inclusive, string(opts.Status), page)
+		rows, err := s.db.Query(ctx, s.sql.scan, s.opts.QueryExecMode, cursor, inclusive, end, string(opts.Status), page)
 		if err != nil {
 			return fmt.Errorf("pgstore: scan: %w", err)
 		}
@@ -195,7 +216,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 			n++
 			cursor, inclusive = id, false
 			if !strings.HasPrefix(id, opts.IDPrefix) {
-				break // past the prefix's range of the key
+				break // past the prefix's range of the key (a prefix prefixEnd cannot bound)
 			}
 			rec, err := r.record(id)
 			recs, errs = append(recs, rec), append(errs, err)
@@ -203,6 +224,11 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("pgstore: scan: %w", err)
+		}
+		prog.Pages++
+		prog.Matched += int64(len(recs))
+		if opts.Progress != nil {
+			opts.Progress(prog)
 		}
 		for i := range recs {
 			if !fn(recs[i], errs[i]) {
@@ -213,4 +239,17 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 			return nil
 		}
 	}
+}
+
+// prefixEnd is the least string above every string that starts with
+// prefix, in the byte order of the id column (COLLATE "C"): prefix with its
+// last byte incremented. It is "" (no bound) for an empty prefix, and for
+// one that ends in a byte of 0x7f or above, whose successor would not be
+// valid UTF-8 text; Scan then stops at the first id past the prefix
+// instead. idemkit's prefixes end in "#".
+func prefixEnd(prefix string) string {
+	if prefix == "" || prefix[len(prefix)-1] >= 0x7f {
+		return ""
+	}
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
 }

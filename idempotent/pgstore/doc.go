@@ -5,7 +5,7 @@
 // storetest conformance suite (steps and transactions included) against a
 // real server, with the semantics of the DynamoDB and Redis stores.
 //
-//	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL")) // once, at start-up
+//	pool, err := pgxpool.New(ctx, os.Getenv("POSTGRES_URL")) // once, at start-up
 //	store := pgstore.New(pool)
 //	engine := idempotent.New(store)
 //
@@ -91,6 +91,26 @@
 // wait for a connection until their context ends. On AWS Lambda (one run per
 // execution environment) a pool of 2 to 4 is enough; put RDS Proxy in front
 // of the database for many environments.
+//
+// # Behind a connection pooler
+//
+// A Store works unchanged behind a pooler in transaction mode (PgBouncer's
+// pool_mode = transaction, RDS Proxy) with the pool's default
+// configuration: it sends each of its statements with
+// pgx.QueryExecModeExec, in one round trip on the unnamed statement, never
+// prepared by name (pgx's default mode prepares a statement on one server
+// connection, and the pooler runs the next transaction on another). The
+// price is that the server parses and plans each statement every time it
+// runs (about 0.3 ms a statement on loopback in our measurement): a service
+// that connects to PostgreSQL directly, never through such a pooler, can
+// set Options.QueryExecMode to pgx.QueryExecModeCacheStatement to have
+// each statement prepared once per connection instead. The handler's
+// transaction (Tx) is on one server connection from BEGIN to COMMIT. The handler's own statements are its own: with pgx's defaults
+// they are prepared by name and fail behind such a pooler, the second time
+// they run (SQLSTATE 26000, or 42P05); pass pgx.QueryExecModeExec as their
+// first argument, or set the pool's ConnConfig.DefaultQueryExecMode to it.
+// Session state does not follow a connection there either (SET outside a
+// transaction, advisory locks, LISTEN); the Store uses none.
 //
 // # Expiry
 //

@@ -17,7 +17,7 @@ import (
 // A store on the service's pool, its table created at start-up.
 func ExampleNew() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	pool, err := pgxpool.New(ctx, os.Getenv("POSTGRES_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}

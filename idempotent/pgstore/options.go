@@ -33,10 +33,28 @@ type Options struct {
 	// (DynamoDB's 400 KB), keeps the engine's behaviour the same on every
 	// store, and a record's size bounded. Zero or less means the default.
 	MaxItemBytes int
+
+	// QueryExecMode is how the store sends its own statements: pgx's
+	// choice, passed as the first argument of each, so that it holds for
+	// them alone, whatever the pool's DefaultQueryExecMode. The default,
+	// pgx.QueryExecModeExec, sends each unnamed, in one round trip, and
+	// works behind a pooler in transaction mode (PgBouncer, RDS Proxy) as
+	// on a direct connection; the server then parses and plans each
+	// statement every time it runs.
+	//
+	// On a direct connection only, pgx.QueryExecModeCacheStatement (pgx's
+	// default) prepares each statement by name once per connection, and the
+	// server reuses what it parsed and planned: about 0.3 ms less server
+	// time per statement (a claim, a completion) on loopback in our
+	// measurement, and one more round trip the first time each statement
+	// runs on a connection. Behind a transaction pooler it fails (SQLSTATE
+	// 26000 or 42P05). Every mode of pgx's works; a value pgx does not
+	// define means the default.
+	QueryExecMode pgx.QueryExecMode
 }
 
 func defaultOptions() Options {
-	return Options{Table: DefaultTable, MaxItemBytes: storage.DefaultMaxItemBytes}
+	return Options{Table: DefaultTable, MaxItemBytes: storage.DefaultMaxItemBytes, QueryExecMode: defaultExecMode}
 }
 
 // normalize puts back the defaults of out-of-range values.
@@ -46,6 +64,12 @@ func (o *Options) normalize() {
 	}
 	if o.MaxItemBytes <= 0 {
 		o.MaxItemBytes = storage.DefaultMaxItemBytes
+	}
+	switch o.QueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,
+		pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol:
+	default:
+		o.QueryExecMode = defaultExecMode
 	}
 }
 
@@ -60,6 +84,13 @@ func (o *Options) qualifiedTable() string {
 // DB is the part of pgx a Store uses. *pgxpool.Pool satisfies it (and is
 // what a service should pass: a Store is used by many goroutines at once);
 // so does *pgx.Conn, for a program that runs one invocation at a time.
+//
+// The Store passes Options.QueryExecMode (pgx.QueryExecModeExec by default)
+// as the first argument of each of its statements (pgx's per-statement
+// choice of how to send it), so that it works with the pool's default
+// configuration behind a pooler in transaction mode too; a DB that wraps
+// pgx must pass the arguments on as they are, and the same goes for the
+// pgx.Tx its BeginTx returns.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -3,14 +3,17 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/pgstore"
 	"github.com/idemkit/idemkit/internal/pgtrips"
 )
 
@@ -28,9 +31,11 @@ func countingPool(t testing.TB) (*pgxpool.Pool, *atomic.Int64) {
 
 // TestRoundTripsPerInvocation holds the floor every store holds: a new key
 // costs 2 round trips (claim, complete), a replay 1 and an in-progress
-// duplicate 1 (the claim's answer carries the live record). Counted on a
-// warm connection: pgx prepares each statement once per connection (one
-// more round trip the first time).
+// duplicate 1 (the claim's answer carries the live record). From the first
+// statement on the connection: the store sends its statements with
+// pgx.QueryExecModeExec, which prepares nothing first (pgx's default mode
+// would add a round trip the first time each statement runs on a
+// connection).
 func TestRoundTripsPerInvocation(t *testing.T) {
 	t.Parallel()
 	pool, writes := countingPool(t)
@@ -53,13 +58,15 @@ func TestRoundTripsPerInvocation(t *testing.T) {
 		_, err := h(ctxT(t), c)
 		return writes.Load() - before, err
 	}
-	// Warm up: every statement prepared once on the one connection.
-	_, err := call(charge{Order: "warm"})
+	// The first statements on the connection cost what later ones do.
+	n, err := call(charge{Order: "first"})
 	require.NoError(t, err)
-	_, err = call(charge{Order: "warm"})
+	assert.EqualValues(t, 2, n, "the first new key on the connection: claim, complete (nothing prepared)")
+	n, err = call(charge{Order: "first"})
 	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "the first replay on the connection: the claim")
 
-	n, err := call(charge{Order: "new"})
+	n, err = call(charge{Order: "new"})
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, n, "new key: claim, complete")
 	n, err = call(charge{Order: "new"})
@@ -76,23 +83,78 @@ func TestRoundTripsPerInvocation(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+// TestQueryExecModeOption: Options.QueryExecMode is how every statement of
+// the store is sent. pgx.QueryExecModeCacheStatement prepares each one the
+// first time it runs on a connection (one more round trip then); the
+// default, and a value pgx does not define, prepare nothing.
+func TestQueryExecModeOption(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		mode        pgx.QueryExecMode
+		want        pgx.QueryExecMode
+		first, then int64
+	}{
+		{"the default", 0, pgx.QueryExecModeExec, 2, 2},
+		{"QueryExecModeCacheStatement", pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheStatement, 4, 2},
+		{"a mode pgx does not define", 99, pgx.QueryExecModeExec, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool, writes := countingPool(t)
+			store := newTable(t, pool, func(o *pgstore.Options) { o.QueryExecMode = tc.mode })
+			assert.Equal(t, tc.want, store.Options().QueryExecMode)
+			h := idempotent.Wrap(idempotent.New(store), func(context.Context, charge) (string, error) { return "ok", nil },
+				idempotent.WithKey(chargeKey))
+			call := func(c charge) int64 {
+				before := writes.Load()
+				_, err := h(ctxT(t), c)
+				require.NoError(t, err)
+				return writes.Load() - before
+			}
+			assert.EqualValues(t, tc.first, call(charge{Order: "first"}), "a new key, the first on the connection")
+			assert.EqualValues(t, tc.then, call(charge{Order: "then"}), "a new key")
+		})
+	}
+}
+
 // TestRoundTripsWithTheHandlersTransaction counts a new key whose handler
 // writes one row in pgstore.Tx: claim, BEGIN, the handler's INSERT, the
-// completion's UPDATE, COMMIT.
+// completion's UPDATE, COMMIT. The handler's INSERT is prepared by name in
+// pgx's default mode (one more round trip the first time on a connection)
+// and not with pgx.QueryExecModeExec (what it needs behind a pooler).
 func TestRoundTripsWithTheHandlersTransaction(t *testing.T) {
 	t.Parallel()
-	pool, writes := countingPool(t)
-	store := newTable(t, pool)
-	l := newLedger(t, pool)
-	h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, c charge) (string, error) {
-		return "ok", l.insert(ctx, c.Order, c.Cents, nil)
-	}, idempotent.WithKey(chargeKey))
-	_, err := h(ctxT(t), charge{Order: "warm"})
-	require.NoError(t, err)
-	before := writes.Load()
-	_, err = h(ctxT(t), charge{Order: "new"})
-	require.NoError(t, err)
-	assert.EqualValues(t, 5, writes.Load()-before, "claim, begin, insert, complete, commit")
+	for _, tc := range []struct {
+		name      string
+		mode      []any
+		firstTime int64
+	}{
+		{"the handler's INSERT in pgx's default mode", nil, 6},
+		{"the handler's INSERT with QueryExecModeExec", []any{pgx.QueryExecModeExec}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, writes := countingPool(t)
+			store := newTable(t, pool)
+			l := newLedger(t, pool)
+			h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, c charge) (string, error) {
+				tx, err := pgstore.Tx(ctx)
+				if err != nil {
+					return "", err
+				}
+				_, err = tx.Exec(ctx, `INSERT INTO `+l.table+` (entry, cents) VALUES ($1, $2)`, append(slices.Clone(tc.mode), c.Order, c.Cents)...)
+				return "ok", err
+			}, idempotent.WithKey(chargeKey))
+			call := func(c charge) int64 {
+				before := writes.Load()
+				_, err := h(ctxT(t), c)
+				require.NoError(t, err)
+				return writes.Load() - before
+			}
+			assert.EqualValues(t, tc.firstTime, call(charge{Order: "first"}), "the first time on the connection")
+			assert.EqualValues(t, 5, call(charge{Order: "new"}), "claim, begin, insert, complete, commit")
+		})
+	}
 }
 
 // The benchmarks measure one invocation through idempotent.Wrap against the

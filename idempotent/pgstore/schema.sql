@@ -3,7 +3,7 @@
 -- Store.CreateTable runs this file with the store's table in place of idempotency_records (and
 -- idempotency_records_expires_at named after it); to create the default table yourself:
 --
---   psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -f idempotent/pgstore/schema.sql
+--   psql "$POSTGRES_URL" -v ON_ERROR_STOP=1 -f idempotent/pgstore/schema.sql
 --
 -- Times are timestamptz, stored truncated as the stores' conditions compare them: expires_at to whole
 -- seconds, lease_expires_at to milliseconds. Text columns hold valid UTF-8 without NUL (the store refuses

@@ -37,8 +37,15 @@ func postgresURL(t testing.TB) string {
 // newPool connects to the test server, with fn applied to the pool's config.
 func newPool(t testing.TB, fn func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(postgresURL(t))
-	require.NoError(t, err, "POSTGRES_URL")
+	return newPoolAt(t, postgresURL(t), fn)
+}
+
+// newPoolAt connects to the server at url (the test server, or the pooler
+// in front of it), with fn applied to the pool's config.
+func newPoolAt(t testing.TB, url string, fn func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err, "the server's URL")
 	if fn != nil {
 		fn(cfg)
 	}
@@ -56,13 +63,13 @@ func newPool(t testing.TB, fn func(*pgxpool.Config)) *pgxpool.Pool {
 			t.Error("the pool did not close in 10 s: a transaction was left open")
 		}
 	})
-	require.NoError(t, pool.Ping(ctx), "PostgreSQL at POSTGRES_URL does not answer")
+	require.NoError(t, pool.Ping(ctx), "PostgreSQL at %s:%d does not answer", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 	return pool
 }
 
 // newTable returns a fresh table name, created with the store's schema, and
 // drops it when the test ends.
-func newTable(t testing.TB, pool *pgxpool.Pool, optFns ...func(*pgstore.Options)) *pgstore.Store {
+func newTable(t testing.TB, pool pgstore.DB, optFns ...func(*pgstore.Options)) *pgstore.Store {
 	t.Helper()
 	table := "idemkit_test_" + randomHex(8)
 	optFns = append([]func(*pgstore.Options){func(o *pgstore.Options) { o.Table = table }}, optFns...)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -13,6 +15,28 @@ import (
 // built. Every operation is one statement, so one round trip, run by
 // PostgreSQL atomically; the ones that may refuse to write also read, in the
 // same statement, what refused them.
+
+// defaultExecMode is Options.QueryExecMode's default: how the store sends
+// each of its statements, as the first argument of every Exec, Query and
+// QueryRow it makes, so that it holds for the store's statements alone,
+// whatever the pool's DefaultQueryExecMode.
+//
+// pgx's default, QueryExecModeCacheStatement, prepares a statement by name
+// on the connection and executes it by name later. Behind a pooler in
+// transaction mode (PgBouncer's pool_mode = transaction, RDS Proxy) the
+// connection is a client connection of the pooler, and each transaction
+// (each statement outside one) runs on whichever server connection is free:
+// the name is missing on the next one (SQLSTATE 26000), or another client
+// connection's statement of the same name is there already (42P05).
+// QueryExecModeExec sends the SQL, the parameters and the execution in one
+// message, on the unnamed statement: one round trip every time, even on a
+// fresh connection (no Prepare first), and nothing that needs the same server
+// connection afterwards. The parameters' types come from the statement (each
+// is cast, or compared with a column); values travel in the text format.
+// The price: the server parses and plans each statement every time
+// (Options.QueryExecMode says how much, and how a direct connection avoids
+// it).
+const defaultExecMode = pgx.QueryExecModeExec
 
 // columns are the record's columns, in the order decodeRow reads them.
 const columns = "status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended"
@@ -99,9 +123,10 @@ func completeSQL(table string) string {
 ` + fencedResult(table)
 }
 
-// releaseSQL is Store.Release's statement. $1 id, $2 lease.
+// releaseSQL is Store.Release's statement: the caller's record, while in
+// progress. $1 id, $2 lease.
 func releaseSQL(table string) string {
-	return `WITH done AS (DELETE FROM ` + table + ` WHERE id = $1 AND lease = $2 RETURNING 1)
+	return `WITH done AS (DELETE FROM ` + table + ` WHERE id = $1 AND lease = $2 AND status = 'INPROGRESS' RETURNING 1)
 ` + fencedResult(table)
 }
 
@@ -184,7 +209,12 @@ func newStatements(table string) statements {
 	RETURNING 1
 )
 SELECT EXISTS (SELECT FROM done), EXISTS (SELECT FROM %[1]s WHERE id = $1)`, table),
+		// $1 the cursor, $2 whether the cursor's own row is in, $3 the end
+		// of the prefix's range ('' for none), $4 the status ('' for any),
+		// $5 the page size. Every condition on id is an AND of ranges, so
+		// the index scan starts at the cursor and stops at the range's end
+		// (the values are the statement's own: each is planned with them).
 		scan: `SELECT id, ` + columns + ` FROM ` + table + `
-WHERE (id > $1 OR ($2 AND id = $1)) AND ($3 = '' OR status = $3) ORDER BY id LIMIT $4`,
+WHERE id >= $1 AND ($2 OR id <> $1) AND ($3 = '' OR id < $3) AND ($4 = '' OR status = $4) ORDER BY id LIMIT $5`,
 	}
 }

@@ -37,7 +37,7 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 	if data == nil {
 		data = []byte{} // a step's result is never NULL in the array
 	}
-	err := s.db.QueryRow(ctx, s.sql.appendStep, id, lease, step.Name, data, stepSize, int64(s.opts.MaxItemBytes)).
+	err := s.db.QueryRow(ctx, s.sql.appendStep, s.opts.QueryExecMode, id, lease, step.Name, data, stepSize, int64(s.opts.MaxItemBytes)).
 		Scan(&done, &status, &ourRow, &size)
 	switch {
 	case err != nil:
@@ -58,18 +58,20 @@ func (s *Store) AppendStep(ctx context.Context, id, lease string, step storage.S
 // Suspend implements storage.StepStore with one UPDATE (suspendSQL) that
 // sets the lease end to leaseEnd (millisecond precision) and the suspended
 // flag of the INPROGRESS record id, on condition that it carries lease,
-// keeping its steps and expiry. A record already gone is not an error.
+// keeping its steps and expiry. A record already gone is not an error; the
+// caller's completed record is kept (storage.ErrAlreadyCompleted), as
+// Release decides it.
 func (s *Store) Suspend(ctx context.Context, id, lease string, leaseEnd time.Time) error {
 	var (
 		done   bool
 		status *string
 		ourRow *bool
 	)
-	if err := s.db.QueryRow(ctx, s.sql.suspend, id, lease, millis(leaseEnd)).Scan(&done, &status, &ourRow); err != nil {
+	if err := s.db.QueryRow(ctx, s.sql.suspend, s.opts.QueryExecMode, id, lease, millis(leaseEnd)).Scan(&done, &status, &ourRow); err != nil {
 		return fmt.Errorf("pgstore: suspend: %w", err)
 	}
 	if done || status == nil {
 		return nil
 	}
-	return fenced("suspend", status, ourRow)
+	return s.notGivenBack(ctx, "suspend", id, lease, status, ourRow)
 }

@@ -89,7 +89,7 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 			keptData                [][]byte
 			old                     row
 		)
-		err := s.db.QueryRow(ctx, s.sql.claim,
+		err := s.db.QueryRow(ctx, s.sql.claim, s.opts.QueryExecMode,
 			rec.ID, string(rec.Status), seconds(rec.ExpiresAt), millis(rec.LeaseExpiresAt), rec.Lease, rec.Fingerprint,
 			nullBytes(rec.Data), rec.Version, nowS, nowMs,
 		).Scan(append([]any{&claimed, &keptNames, &keptData, &updated, &found}, old.dest()...)...)
@@ -171,7 +171,7 @@ func (s *Store) complete(ctx context.Context, q querier, rec *storage.Record, op
 		ourRow  *bool
 		expires = seconds(rec.ExpiresAt)
 	)
-	err := q.QueryRow(ctx, s.sql.complete, rec.ID, rec.Lease, string(rec.Status), nullBytes(rec.Data), expires).
+	err := q.QueryRow(ctx, s.sql.complete, s.opts.QueryExecMode, rec.ID, rec.Lease, string(rec.Status), nullBytes(rec.Data), expires).
 		Scan(&done, &status, &ourRow)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
@@ -183,20 +183,52 @@ func (s *Store) complete(ctx context.Context, q querier, rec *storage.Record, op
 }
 
 // Release implements storage.Store with one DELETE … WHERE id = $1 AND
-// lease = $2 (releaseSQL). A record that is already gone is not an error.
+// lease = $2 AND status = 'INPROGRESS' (releaseSQL). A record that is already
+// gone is not an error; the caller's completed record is kept
+// (storage.ErrAlreadyCompleted). The DELETE waits for a transaction that
+// holds the row (a COMMIT of the caller's own run still under way) and
+// decides on what it committed.
 func (s *Store) Release(ctx context.Context, id, lease string) error {
 	var (
 		done   bool
 		status *string
 		ourRow *bool
 	)
-	if err := s.db.QueryRow(ctx, s.sql.release, id, lease).Scan(&done, &status, &ourRow); err != nil {
+	if err := s.db.QueryRow(ctx, s.sql.release, s.opts.QueryExecMode, id, lease).Scan(&done, &status, &ourRow); err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	if done || status == nil {
 		return nil
 	}
-	return fenced("release", status, ourRow)
+	return s.notGivenBack(ctx, "release", id, lease, status, ourRow)
+}
+
+// notGivenBack is the error of a release or suspend of record id under
+// lease that did not write, the row being status and ourRow in the
+// statement's snapshot. The caller's completed record means its completion
+// landed (storage.ErrAlreadyCompleted). The caller's record still in
+// progress in the snapshot means the row changed while the statement waited
+// for its lock: a transaction that held it committed (the caller's own
+// run's COMMIT, or a takeover), which only a new snapshot shows, so the
+// record is read again — the one extra round trip, on this rare path only.
+func (s *Store) notGivenBack(ctx context.Context, op, id, lease string, status *string, ourRow *bool) error {
+	ours := ourRow != nil && *ourRow
+	if ours && *status == string(storage.StatusInProgress) {
+		rec, err := s.Get(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("pgstore: %s: read the record that changed under the write: %w", op, err)
+		}
+		st, mine := string(rec.Status), rec.Lease == lease
+		status, ourRow = &st, &mine
+		ours = mine
+	}
+	if ours && *status == string(storage.StatusCompleted) {
+		return fmt.Errorf("pgstore: %s: %w", op, storage.ErrAlreadyCompleted)
+	}
+	return fenced(op, status, ourRow)
 }
 
 // fenced is the error of op's write fenced by the lease that did not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -94,11 +95,17 @@ const (
 //     statement failed and the transaction is aborted; a deferred
 //     constraint fails at COMMIT; a serialization failure or deadlock): the
 //     error wraps storage.ErrTxAborted and the *pgconn.PgError (or
-//     pgx.ErrTxCommitRollback), and nothing committed;
+//     pgx.ErrTxCommitRollback), and nothing committed; a refusal a retry
+//     does not change (SQLSTATE class 42 or 28: an undefined table or
+//     column, insufficient privilege) wraps storage.ErrTxRefused instead;
 //   - a record larger than Options.MaxItemBytes: storage.ErrTooLarge before
 //     any call; the transaction stays open.
 //
-// Any other error (the connection failed) leaves the outcome unknown. A
+// Any other error (the connection failed) leaves the outcome unknown; the
+// engine then settles it with Release or Suspend, whose statement waits for
+// this transaction's COMMIT if the server is still running it (it holds the
+// record's row from the completion's UPDATE on) and decides on what it
+// committed (docs/transactions.md). A
 // Commit after a successful one commits nothing more: it completes the
 // record again, fenced on its lease (Store.Complete), so a retry succeeds
 // without applying the writes twice.
@@ -143,14 +150,26 @@ func (t *runTx) end(ctx context.Context, err error) error {
 	return err
 }
 
+// refused reports whether SQLSTATE code says PostgreSQL refused a
+// statement for a reason a retry does not change: class 42 (a syntax error or
+// access rule violation: an undefined table or column, insufficient
+// privilege) or 28 (invalid authorization).
+func refused(code string) bool {
+	return strings.HasPrefix(code, "42") || strings.HasPrefix(code, "28")
+}
+
 // classify marks err, an error of the handler's transaction, as
 // storage.ErrTxAborted when PostgreSQL refused the transaction, so that
 // nothing of it committed: a *pgconn.PgError (PostgreSQL answers an error
 // and ends the transaction; a COMMIT that fails rolls back), or
 // pgx.ErrTxCommitRollback (COMMIT of a transaction a failed statement had
-// aborted). Any other error is returned as it is: the outcome is unknown.
+// aborted). A refusal (see refused) is storage.ErrTxRefused instead. Any
+// other error is returned as it is: the outcome is unknown.
 func classify(err error) error {
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && refused(pgErr.Code) {
+		return fmt.Errorf("%w: %w", storage.ErrTxRefused, err)
+	}
 	if errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback) {
 		return fmt.Errorf("%w: %w", storage.ErrTxAborted, err)
 	}

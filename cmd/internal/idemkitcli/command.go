@@ -62,7 +62,7 @@ Usage:
                                                 a live one, or one holding finished steps)
   idemkit list     --stuck | --in-progress STORE [--prefix P]
                                                 list INPROGRESS records (of prefix P), lapsed leases first
-                                                (a Scan: costs reads)
+                                                (on DynamoDB a Scan: costs reads)
   idemkit check    STORE                        verify a table, server or cluster before use, with the fix for
                                                 each problem
   idemkit sweep    --postgres URL               delete expired records from a PostgreSQL table, in batches
@@ -71,6 +71,11 @@ Usage:
 KEY FLAGS name a record by its raw key, as the wrapper and the adapters derive its id:
   --prefix P --key K [--scope S]                       idempotent.Wrap, sqsbatch, nethttp (S: WithScope's value)
   --prefix P --http-key HEADER --caller KIND [--caller-part X]...   the API Gateway adapter
+  P is the function's name (AWS_LAMBDA_FUNCTION_NAME) unless it sets idempotent.WithPrefix; off Lambda
+  (that variable unset) it is "idemkit". K is the raw key itself: for nethttp, the header's key without
+  its quotes. HEADER is the Idempotency-Key value as the client sent it, quotes included if any
+  (Idempotency-Key: "a b" is --http-key '"a b"' in the shell); the adapter scopes it to the caller, so
+  --key never finds an API Gateway record.
 STORE: --table NAME (DynamoDB, with the dynamostore layout flags), --redis URL (one server; a cluster
 node's URL stands for its cluster), --redis-cluster host:port,host:port,... (a Redis Cluster; also
 go-redis's cluster URL redis://host:port?addr=host2:port2&addr=...) or --postgres URL (a PostgreSQL
@@ -179,10 +184,10 @@ func (k *keyFlags) register(fs *flag.FlagSet, byID bool) {
 	if byID {
 		fs.StringVar(&k.id, "id", "", "the record `id` (prefix#sha256), as logged in record_id")
 	}
-	fs.StringVar(&k.prefix, "prefix", "", "the key `prefix`: idempotent.WithPrefix, by default the function's name (AWS_LAMBDA_FUNCTION_NAME)")
-	fs.StringVar(&k.key, "key", "", "the raw idempotency `key` (idempotent.Wrap's WithKey, sqsbatch, nethttp)")
+	fs.StringVar(&k.prefix, "prefix", "", "the key `prefix`: idempotent.WithPrefix, by default the function's name (AWS_LAMBDA_FUNCTION_NAME), \"idemkit\" off Lambda")
+	fs.StringVar(&k.key, "key", "", "the raw idempotency `key` (idempotent.Wrap's WithKey, sqsbatch, nethttp: the header's key without its quotes)")
 	fs.StringVar(&k.scope, "scope", "", "the key's `scope` (idempotent.WithScope or nethttp.WithScope; empty by default)")
-	fs.StringVar(&k.httpKey, "http-key", "", "the Idempotency-Key `header` value as sent to the API Gateway adapter (quotes included, if any)")
+	fs.StringVar(&k.httpKey, "http-key", "", "the Idempotency-Key `header` value as sent to the API Gateway adapter, quotes included if any ('\"a b\"' in the shell); with --caller")
 	fs.StringVar(&k.caller, "caller", "", "the API Gateway caller `kind`: jwt, jwt-client, lambda, lambda-context, cognito, iam, iam-caller, apikey or anonymous")
 	fs.Func("caller-part", "one `part` of the caller, in order (repeat): jwt: issuer, subject; iam: user ARN; lambda: principalId; "+
 		"lambda-context: field, JSON value; cognito: pool id, identity id; iam-caller: account, caller id; apikey: key id",
@@ -208,7 +213,7 @@ func (k *keyFlags) recordID() (string, error) {
 		}
 		return k.id, nil
 	case k.prefix == "":
-		return "", fmt.Errorf("%w: --prefix is needed to derive the id (the function's name, unless the function sets idempotent.WithPrefix)", errUsage)
+		return "", fmt.Errorf("%w: --prefix is needed to derive the id (the function's name, unless the function sets idempotent.WithPrefix; \"idemkit\" off Lambda)", errUsage)
 	case k.key != "":
 		if k.caller != "" || len(k.callerParts) > 0 {
 			return "", fmt.Errorf("%w: --caller goes with --http-key; with --key, give the scope itself as --scope", errUsage)

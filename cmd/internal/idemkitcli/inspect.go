@@ -24,8 +24,11 @@ type view struct {
 
 	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Expired: the record no longer counts; TTL deletes it in time (DynamoDB's
-	// lags up to days), and every claim treats it as absent meanwhile.
+	// lags up to days; on PostgreSQL, which has no TTL, the sweep does), and
+	// every claim treats it as absent meanwhile.
 	Expired bool `json:"expired"`
+	// fate says what becomes of an expired record in this store (expiryWords).
+	fate string
 
 	LeaseExpiresAt string `json:"leaseExpiresAt,omitempty"`
 	LeaseLapsed    bool   `json:"leaseLapsed"`
@@ -93,7 +96,7 @@ func (c *Command) newView(r records, rec storage.Record, withResponse bool) view
 		ID: rec.ID, Store: r.name(), Status: string(rec.Status),
 		ExpiresAt: rec.ExpiresAt.UTC().Format(time.RFC3339), Expired: rec.Expired(now),
 		Lease: rec.Lease, Suspended: rec.Suspended, FingerprintPresent: rec.Fingerprint != "", Version: rec.Version,
-		Foreign: rec.Version != storage.RecordVersion, ResponseBytes: len(rec.Data),
+		Foreign: rec.Version != storage.RecordVersion, ResponseBytes: len(rec.Data), fate: wordsOf(r).expiredFate(),
 	}
 	for _, st := range rec.Steps {
 		sv := stepView{Name: st.Name, Bytes: len(st.Data)}
@@ -173,8 +176,11 @@ func (v *view) print(w io.Writer, now time.Time) {
 	fmt.Fprintf(w, "status   %s\n", v.Status)
 	exp, _ := time.Parse(time.RFC3339, v.ExpiresAt)
 	if v.Expired {
-		fmt.Fprintf(w, "expiry   %s (%s ago): EXPIRED, no longer counts; TTL would have removed it by now or will soon (DynamoDB's TTL lags up to days)\n",
-			v.ExpiresAt, round(now.Sub(exp)))
+		fate := v.fate
+		if fate == "" {
+			fate = ttlWords{}.expiredFate()
+		}
+		fmt.Fprintf(w, "expiry   %s (%s ago): EXPIRED, no longer counts; %s\n", v.ExpiresAt, round(now.Sub(exp)), fate)
 	} else {
 		fmt.Fprintf(w, "expiry   %s (in %s): counts until then\n", v.ExpiresAt, round(exp.Sub(now)))
 	}
@@ -241,6 +247,34 @@ func (v *view) print(w io.Writer, now time.Time) {
 	}
 }
 
+// expiryWords say what becomes of an expired record, and why an id has no
+// record. A store whose expired records are not deleted by TTL (DynamoDB's,
+// Redis's key expiry: ttlWords, which a store without its own words gets)
+// says it itself.
+type expiryWords interface {
+	expiredFate() string
+	goneReasons() string
+}
+
+// ttlWords are a store's whose expired records TTL deletes.
+type ttlWords struct{}
+
+func (ttlWords) expiredFate() string {
+	return "TTL would have removed it by now or will soon (DynamoDB's TTL lags up to days)"
+}
+
+func (ttlWords) goneReasons() string {
+	return "never written, released after a failure, forgotten, or deleted by TTL"
+}
+
+// wordsOf returns r's expiryWords, or ttlWords.
+func wordsOf(r records) expiryWords {
+	if w, ok := r.(expiryWords); ok {
+		return w
+	}
+	return ttlWords{}
+}
+
 func round(d time.Duration) time.Duration {
 	if d > time.Minute {
 		return d.Round(time.Second)
@@ -262,7 +296,7 @@ func (c *Command) read(ctx context.Context, r records, id string, withResponse b
 		return v, rec, nil
 	case isNotFound(err):
 		return view{}, rec, &exitError{code: ExitNotFound,
-			err: fmt.Errorf("no record %s in %s (never written, released after a failure, forgotten, or deleted by TTL)", id, r.name())}
+			err: fmt.Errorf("no record %s in %s (%s)", id, r.name(), wordsOf(r).goneReasons())}
 	case isCorrupt(err):
 		_, raw := rawOf(err)
 		return view{ID: id, Store: r.name(), Corrupt: err.Error(), Raw: raw}, rec, &exitError{code: ExitCorrupt}
@@ -273,8 +307,9 @@ func (c *Command) read(ctx context.Context, r records, id string, withResponse b
 func (c *Command) inspect(ctx context.Context, args []string) error {
 	fs := c.newFlags("inspect", "inspect (--id ID | KEY FLAGS) "+storeUsage+" [--show-response] [--json]\n\n"+
 		"Shows a record: status, lease end and whether it lapsed (or the record was suspended after a handler\n"+
-		"error), expiry and whether TTL would have removed it, fingerprint, finished steps, format version and the\n"+
-		"stored response's size. Exit 3: no record; 4: corrupt or foreign.")
+		"error), expiry and whether TTL would have removed it (on PostgreSQL, which has no TTL: what the sweep\n"+
+		"does), fingerprint, finished steps, format version and the stored response's size. Exit 3: no record;\n"+
+		"4: corrupt or foreign.")
 	var k keyFlags
 	k.register(fs, true)
 	var s storeFlags

@@ -24,6 +24,31 @@ func ofPrefix(id, prefix string) bool {
 
 func errorsIsCorrupt(err error) bool { return errors.Is(err, storage.ErrCorruptRecord) }
 
+// listWords are list's lines on Stderr: what it reads, before it starts;
+// one page read; and what it read in all. A store that reads otherwise than
+// a Scan of every item, billed by the item (DynamoDB's, which a store
+// without its own words gets: scanWords), says what it reads itself.
+type listWords interface {
+	listStart(opts scanOptions) string
+	listPage(p scanProgress) string
+	listDone(p scanProgress) string
+}
+
+// scanWords are a Scan's: every item read, and billed, whatever is listed.
+type scanWords struct{ name string }
+
+func (w scanWords) listStart(scanOptions) string {
+	return fmt.Sprintf("scanning %s for INPROGRESS records: this reads every item (a Scan), and is billed for it", w.name)
+}
+
+func (scanWords) listPage(p scanProgress) string {
+	return fmt.Sprintf("page %d: %d items read, %d in progress, %.1f read units", p.pages, p.scanned, p.matched, p.readUnits)
+}
+
+func (scanWords) listDone(p scanProgress) string {
+	return fmt.Sprintf("%d items read in %d pages, %.1f read units", p.scanned, p.pages, p.readUnits)
+}
+
 // listed is one line of list.
 type listed struct {
 	rec     storage.Record
@@ -35,7 +60,9 @@ func (c *Command) list(ctx context.Context, args []string) error {
 		"Lists INPROGRESS records, those whose lease lapsed first (oldest lapse first). On DynamoDB this is a\n"+
 		"Scan: it reads, and bills, every item of the table (half a read unit per 4 KB), whatever it lists;\n"+
 		"in the composite key layout a Query of the one partition. On Redis, SCAN walks the whole database\n"+
-		"(on a Redis Cluster, every primary). --prefix keeps one function's records: on a table shared with\n"+
+		"(on a Redis Cluster, every primary). On PostgreSQL, queries in id order return the INPROGRESS rows\n"+
+		"alone, 1,000 at a time: the server reads every row of the table to find them (with --prefix, only the\n"+
+		"prefix's range of ids). --prefix keeps one function's records: on a table shared with\n"+
 		"another tool (Powertools), its records would otherwise show as CORRUPT rows.\n"+
 		"--limit stops the scan once that many records are found. Progress goes to stderr.")
 	var s storeFlags
@@ -68,13 +95,17 @@ func (c *Command) list(ctx context.Context, args []string) error {
 	if prefix != "" {
 		opts.idPrefix = prefix + "#"
 	}
-	fmt.Fprintf(c.Stderr, "idemkit: scanning %s for INPROGRESS records: this reads every item (a Scan), and is billed for it\n", r.name())
+	var words listWords = scanWords{r.name()}
+	if w, ok := r.(listWords); ok {
+		words = w
+	}
+	fmt.Fprintf(c.Stderr, "idemkit: %s\n", words.listStart(opts))
 	var found []listed
 	var last scanProgress
 	skipped := 0
 	err = r.scan(ctx, opts, func(p scanProgress) {
 		last = p
-		fmt.Fprintf(c.Stderr, "idemkit: page %d: %d items read, %d in progress, %.1f read units\n", p.pages, p.scanned, p.matched, p.readUnits)
+		fmt.Fprintf(c.Stderr, "idemkit: %s\n", words.listPage(p))
 	}, func(rec storage.Record, err error) bool {
 		id := rec.ID
 		if err != nil {
@@ -104,7 +135,7 @@ func (c *Command) list(ctx context.Context, args []string) error {
 	if skipped > 0 {
 		other = fmt.Sprintf(" (%d of other prefixes or tools left out)", skipped)
 	}
-	fmt.Fprintf(c.Stderr, "idemkit: done: %d items read in %d pages, %.1f read units; %d listed%s\n", last.scanned, last.pages, last.readUnits, len(found), other)
+	fmt.Fprintf(c.Stderr, "idemkit: done: %s; %d listed%s\n", words.listDone(last), len(found), other)
 	if asJSON {
 		views := make([]view, 0, len(found))
 		for _, f := range found {

@@ -44,17 +44,44 @@ func (p *pgRecords) name() string {
 	return fmt.Sprintf("PostgreSQL table %s (%s)", table, p.where)
 }
 
+// pgPageSize is the rows each of list's queries returns at most.
+const pgPageSize = 1000
+
 func (p *pgRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	var prog scanProgress
-	return p.Scan(ctx, pgstore.ScanOptions{Status: opts.status, IDPrefix: opts.idPrefix}, func(rec storage.Record, err error) bool {
-		prog.scanned++
-		prog.matched++
-		if prog.scanned%1000 == 1 {
-			prog.pages++
-			progress(prog)
-		}
-		return fn(rec, err)
-	})
+	return p.Scan(ctx, pgstore.ScanOptions{Status: opts.status, IDPrefix: opts.idPrefix, PageSize: pgPageSize,
+		Progress: func(sp pgstore.ScanProgress) { progress(scanProgress{pages: sp.Pages, matched: sp.Matched}) },
+	}, fn)
+}
+
+// What list reads on PostgreSQL: pgstore.Store.Scan's queries, which return
+// the rows of one status alone (the server reads the others to find them),
+// not a Scan of every item, billed by the item.
+
+func (p *pgRecords) listStart(opts scanOptions) string {
+	what := "every row of the table"
+	if opts.idPrefix != "" {
+		what = fmt.Sprintf("every row whose id starts with %q (that range of the primary key)", opts.idPrefix)
+	}
+	return fmt.Sprintf("reading the %s rows of %s in id order, %d per query: the server reads %s to find them, "+
+		"and sends only those", opts.status, p.name(), pgPageSize, what)
+}
+
+func (p *pgRecords) listPage(sp scanProgress) string {
+	return fmt.Sprintf("query %d: %d INPROGRESS rows so far", sp.pages, sp.matched)
+}
+
+func (p *pgRecords) listDone(sp scanProgress) string {
+	return fmt.Sprintf("%d INPROGRESS rows in %d %s", sp.matched, sp.pages, map[bool]string{true: "query", false: "queries"}[sp.pages == 1])
+}
+
+// PostgreSQL has no TTL: an expired row stays until a sweep deletes it.
+
+func (p *pgRecords) expiredFate() string {
+	return "it stays in the table until a sweep deletes it (PostgreSQL has no TTL: `idemkit sweep`, or pgstore's Store.DeleteExpired)"
+}
+
+func (p *pgRecords) goneReasons() string {
+	return "never written, released after a failure, forgotten, or deleted by a sweep after it expired"
 }
 
 func (p *pgRecords) close() error {
@@ -114,18 +141,21 @@ var pgColumns = []struct{ name, typ string }{
 	{"version", "integer"}, {"step_names", "ARRAY"}, {"step_data", "ARRAY"}, {"suspended", "boolean"},
 }
 
+// checkPostgres runs its queries with pgx.QueryExecModeExec, as pgstore
+// runs its own: one round trip each, nothing prepared by name, so that they
+// work behind a pooler in transaction mode (PgBouncer, RDS Proxy) too.
 func checkPostgres(ctx context.Context, p *pgRecords, now time.Time) ([]finding, error) {
 	o := p.Options()
 	var fs []finding
 	var version string
-	if err := p.pool.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
+	if err := p.pool.QueryRow(ctx, `SHOW server_version`, pgx.QueryExecModeExec).Scan(&version); err != nil {
 		return nil, storeError(p, err)
 	}
 	fs = append(fs, finding{ok: true, what: "PostgreSQL " + version})
 
 	// The table's columns.
 	schemaCond := `table_schema = current_schema()`
-	args := []any{o.Table}
+	args := []any{pgx.QueryExecModeExec, o.Table}
 	if o.Schema != "" {
 		schemaCond, args = `table_schema = $2`, append(args, o.Schema)
 	}
@@ -173,7 +203,7 @@ func checkPostgres(ctx context.Context, p *pgRecords, now time.Time) ([]finding,
 		EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
 			WHERE i.indrelid = $1::regclass AND i.indisprimary AND i.indnatts = 1 AND a.attname = 'id'),
 		EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-			WHERE i.indrelid = $1::regclass AND a.attname = 'expires_at')`, tableRegclass(o)).Scan(&pk, &expIdx)
+			WHERE i.indrelid = $1::regclass AND a.attname = 'expires_at')`, pgx.QueryExecModeExec, tableRegclass(o)).Scan(&pk, &expIdx)
 	if err != nil {
 		return nil, storeError(p, err)
 	}
@@ -193,7 +223,7 @@ func checkPostgres(ctx context.Context, p *pgRecords, now time.Time) ([]finding,
 	// Expired rows waiting for the sweep.
 	var expired int64
 	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT FROM `+pgx.Identifier(identParts(o)).Sanitize()+
-		` WHERE expires_at < $1 LIMIT 100001) AS e`, time.Unix(now.Unix(), 0)).Scan(&expired); err != nil {
+		` WHERE expires_at < $1 LIMIT 100001) AS e`, pgx.QueryExecModeExec, time.Unix(now.Unix(), 0)).Scan(&expired); err != nil {
 		return nil, storeError(p, err)
 	}
 	what := fmt.Sprintf("%d expired records (they count as absent; only the table's size suffers)", expired)
