@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,141 +100,124 @@ func (e *env) applied(t testing.TB, id string) int {
 	return n
 }
 
-func TestUnknownCommitIsSettledThroughWrap(t *testing.T) {
-	t.Parallel()
-	for _, cf := range commitFaults {
-		t.Run(cf.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, envOptions{})
-			var runs atomic.Int32
-			seen := &outcomes{}
-			wrapped := idempotent.Wrap(idempotent.New(e.store(), seen.hook()), func(ctx context.Context, in charge) (receipt, error) {
-				n := runs.Add(1)
-				return receipt{ChargeID: in.ID, Run: n}, ledgerAdd(ctx, e, in.ID)
-			}, idempotent.WithKey(byID))
-			in := charge{ID: newKey(t), Amount: 1}
-
-			cf.arm(e)
-			out, err := wrapped(ctxTimeout(t, 20*time.Second), in)
-			if cf.committed {
-				require.NoError(t, err, "the commit landed: the caller gets its response")
-				assert.Equal(t, receipt{ChargeID: in.ID, Run: 1}, out)
-				assert.Equal(t, idempotent.OutcomeExecuted, seen.last(t).Outcome)
-			} else {
-				require.ErrorIs(t, err, idempotent.ErrStore)
-				assert.Contains(t, err.Error(), "settled: nothing committed")
-				assert.Empty(t, e.inProgress(t), "the record was given back at once")
-			}
-			cf.afterFirst(t, e)
-
-			out, err = wrapped(ctxTimeout(t, 20*time.Second), in)
-			require.NoError(t, err, "the retry replays or runs at once")
-			if cf.committed {
-				assert.Equal(t, receipt{ChargeID: in.ID, Run: 1}, out, "a replay")
-				assert.Equal(t, idempotent.OutcomeReplayed, seen.last(t).Outcome)
-			} else {
-				assert.Equal(t, receipt{ChargeID: in.ID, Run: 2}, out, "the handler ran again at once")
-			}
-			assert.Equal(t, 1, e.applied(t, in.ID), "the ledger write applied exactly once")
-			t.Logf("%s: first caller %v, retry %+v, handler runs %d, ledger writes applied %d", cf.name, errString(err), out, runs.Load(), e.applied(t, in.ID))
-		})
-	}
+// settleAnswer is what a front door answered one call, in the terms the
+// settle tests compare: a success and its body, a replay, or the store's
+// retryable failure (ErrStore; over HTTP 503 store-unavailable).
+type settleAnswer struct {
+	ok          bool
+	body        string
+	replayed    bool
+	unavailable bool
+	detail      string // for messages
 }
 
-func TestUnknownCommitIsSettledThroughAPIGateway(t *testing.T) {
-	t.Parallel()
-	for _, cf := range commitFaults {
-		t.Run(cf.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, envOptions{})
-			var runs atomic.Int32
-			key := newKey(t)
-			handler := apigateway.WrapV2(idempotent.New(e.store()), func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-				n := runs.Add(1)
-				if err := ledgerAdd(ctx, e, key); err != nil {
-					return events.APIGatewayV2HTTPResponse{}, err
-				}
-				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "run " + strconv.Itoa(int(n))}, nil
-			})
+// settleDoor builds a front door over store whose handler adds the ledger
+// write of key and answers "run N"; it returns a function making one call.
+type settleDoor struct {
+	name  string
+	build func(t *testing.T, e *env, runs *atomic.Int32, key string) func() settleAnswer
+}
 
-			cf.arm(e)
+var settleDoors = []settleDoor{
+	{"Wrap", func(t *testing.T, e *env, runs *atomic.Int32, key string) func() settleAnswer {
+		seen := &outcomes{}
+		wrapped := idempotent.Wrap(idempotent.New(e.store(), seen.hook()), func(ctx context.Context, in charge) (string, error) {
+			n := runs.Add(1)
+			return "run " + strconv.Itoa(int(n)), ledgerAdd(ctx, e, in.ID)
+		}, idempotent.WithKey(byID))
+		return func() settleAnswer {
+			out, err := wrapped(ctxTimeout(t, 20*time.Second), charge{ID: key, Amount: 1})
+			return settleAnswer{ok: err == nil, body: out, replayed: err == nil && seen.last(t).Outcome == idempotent.OutcomeReplayed,
+				unavailable: errors.Is(err, idempotent.ErrStore) && strings.Contains(err.Error(), "settled: nothing committed"), detail: errString(err)}
+		}
+	}},
+	{"APIGateway", func(t *testing.T, e *env, runs *atomic.Int32, key string) func() settleAnswer {
+		handler := apigateway.WrapV2(idempotent.New(e.store()), func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			n := runs.Add(1)
+			if err := ledgerAdd(ctx, e, key); err != nil {
+				return events.APIGatewayV2HTTPResponse{}, err
+			}
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: "run " + strconv.Itoa(int(n))}, nil
+		})
+		return func() settleAnswer {
 			resp, err := handler(ctxTimeout(t, 20*time.Second), httpRequest(key, `{"amount":1}`))
 			require.NoError(t, err, "the HTTP door never returns a Go error")
-			if cf.committed {
-				assert.Equal(t, http.StatusCreated, resp.StatusCode)
-				assert.Equal(t, "run 1", resp.Body)
-			} else {
-				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, resp.Body)
-				assert.Contains(t, resp.Body, nethttp.ProblemStoreUnavailable)
+			return httpAnswer(resp.StatusCode, resp.Body, resp.Headers[nethttp.HeaderReplayed])
+		}
+	}},
+	{"NetHTTP", func(t *testing.T, e *env, runs *atomic.Int32, key string) func() settleAnswer {
+		srv := httptest.NewServer(nethttp.Middleware(idempotent.New(e.store()))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := runs.Add(1)
+			if err := ledgerAdd(r.Context(), e, key); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
 			}
-			cf.afterFirst(t, e)
-
-			resp, err = handler(ctxTimeout(t, 20*time.Second), httpRequest(key, `{"amount":1}`))
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte("run " + strconv.Itoa(int(n))))
+		})))
+		t.Cleanup(srv.Close)
+		return func() settleAnswer {
+			req, err := http.NewRequestWithContext(ctxTimeout(t, 20*time.Second), http.MethodPost, srv.URL+"/charges", strings.NewReader(`{"amount":1}`))
 			require.NoError(t, err)
-			assert.Equal(t, http.StatusCreated, resp.StatusCode, "never a 409 for the length of a lease: %s", resp.Body)
-			if cf.committed {
-				assert.Equal(t, "run 1", resp.Body)
-				assert.Equal(t, "true", resp.Headers[nethttp.HeaderReplayed])
-			} else {
-				assert.Equal(t, "run 2", resp.Body)
-			}
-			assert.Equal(t, 1, e.applied(t, key), "the ledger write applied exactly once")
-		})
-	}
+			req.Header.Set("Idempotency-Key", key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return httpAnswer(resp.StatusCode, string(b), resp.Header.Get(nethttp.HeaderReplayed))
+		}
+	}},
 }
 
-func TestUnknownCommitIsSettledThroughNetHTTP(t *testing.T) {
+// httpAnswer reads an HTTP door's answer: 201 is the handler's, 503
+// store-unavailable the store's.
+func httpAnswer(status int, body, replayed string) settleAnswer {
+	return settleAnswer{ok: status == http.StatusCreated, body: body, replayed: replayed == "true",
+		unavailable: status == http.StatusServiceUnavailable && strings.Contains(body, nethttp.ProblemStoreUnavailable),
+		detail:      strconv.Itoa(status) + " " + body}
+}
+
+// TestUnknownCommitIsSettled: through every front door, each way of an
+// unknown commit ends with the caller getting its response exactly when the
+// commit landed (else the store's retryable failure), the retry replaying it
+// or running the handler at once (never a 409 for the length of a lease),
+// and the ledger write applied exactly once.
+func TestUnknownCommitIsSettled(t *testing.T) {
 	t.Parallel()
-	for _, cf := range commitFaults {
-		t.Run(cf.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, envOptions{})
-			var runs atomic.Int32
-			key := newKey(t)
-			srv := httptest.NewServer(nethttp.Middleware(idempotent.New(e.store()))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n := runs.Add(1)
-				if err := ledgerAdd(r.Context(), e, key); err != nil {
-					http.Error(w, err.Error(), http.StatusInternalServerError)
-					return
+	for _, door := range settleDoors {
+		for _, cf := range commitFaults {
+			t.Run(door.name+"/"+cf.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, envOptions{})
+				var runs atomic.Int32
+				key := newKey(t)
+				call := door.build(t, e, &runs, key)
+
+				cf.arm(e)
+				first := call()
+				if cf.committed {
+					assert.True(t, first.ok && first.body == "run 1", "the commit landed: the caller gets its response, got %s", first.detail)
+				} else {
+					assert.True(t, first.unavailable, "nothing committed: the store's retryable failure, got %s", first.detail)
+					assert.Empty(t, e.inProgress(t), "the record was given back at once")
 				}
-				w.WriteHeader(http.StatusCreated)
-				_, _ = w.Write([]byte("run " + strconv.Itoa(int(n))))
-			})))
-			t.Cleanup(srv.Close)
-			post := func() (int, string, http.Header) {
-				req, err := http.NewRequestWithContext(ctxTimeout(t, 20*time.Second), http.MethodPost, srv.URL+"/charges", strings.NewReader(`{"amount":1}`))
-				require.NoError(t, err)
-				req.Header.Set("Idempotency-Key", key)
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := srv.Client().Do(req)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				b, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				return resp.StatusCode, string(b), resp.Header
-			}
+				cf.afterFirst(t, e)
 
-			cf.arm(e)
-			status, body, _ := post()
-			if cf.committed {
-				assert.Equal(t, http.StatusCreated, status)
-				assert.Equal(t, "run 1", body)
-			} else {
-				assert.Equal(t, http.StatusServiceUnavailable, status, body)
-				assert.Contains(t, body, nethttp.ProblemStoreUnavailable)
-			}
-			cf.afterFirst(t, e)
-
-			status, body, header := post()
-			assert.Equal(t, http.StatusCreated, status, "never a 409 for the length of a lease: %s", body)
-			if cf.committed {
-				assert.Equal(t, "run 1", body)
-				assert.Equal(t, "true", header.Get(nethttp.HeaderReplayed))
-			} else {
-				assert.Equal(t, "run 2", body)
-			}
-			assert.Equal(t, 1, e.applied(t, key), "the ledger write applied exactly once")
-		})
+				retry := call()
+				require.True(t, retry.ok, "the retry replays or runs at once: got %s", retry.detail)
+				if cf.committed {
+					assert.Equal(t, "run 1", retry.body)
+					assert.True(t, retry.replayed, "a replay")
+				} else {
+					assert.Equal(t, "run 2", retry.body, "the handler ran again at once")
+				}
+				assert.Equal(t, 1, e.applied(t, key), "the ledger write applied exactly once")
+				t.Logf("first caller: %s; retry: %s (replayed %v); handler runs %d; ledger writes applied %d",
+					first.detail, retry.detail, retry.replayed, runs.Load(), e.applied(t, key))
+			})
+		}
 	}
 }
 

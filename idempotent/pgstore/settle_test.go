@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
 	byteorder "encoding/binary"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/idempotent/pgstore"
 )
 
 // The commit of a handler's transaction whose outcome the client cannot
@@ -202,132 +203,118 @@ var settleCases = []settleCase{
 	{"HeldAndAppliedDuringTheSettle", pgHeld, true},
 }
 
-func TestUnknownCommitIsSettledThroughWrap(t *testing.T) {
-	t.Parallel()
-	for _, tc := range settleCases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			direct := newPool(t, nil)
-			proxy := newCommitProxy(t, hostPort(t, postgresURL(t)))
-			pool := newPoolAt(t, proxy.url(postgresURL(t)), nil)
-			store := newTable(t, pool)
-			l := newLedger(t, direct)
-			var runs atomic.Int32
-			h := idempotent.Wrap(idempotent.New(store), func(ctx context.Context, c charge) (string, error) {
-				n := runs.Add(1)
-				if err := l.insert(ctx, "charge "+c.Order, c.Cents, nil); err != nil {
-					return "", err
-				}
-				return "charged " + c.Order + " run " + string(rune('0'+n)), nil
-			}, idempotent.WithKey(chargeKey))
-
-			proxy.arm(tc.fault)
-			type result struct {
-				out string
-				err error
-			}
-			first := make(chan result, 1)
-			go func() {
-				out, err := h(ctxT(t), charge{Order: "o1", Cents: 500})
-				first <- result{out, err}
-			}()
-			if tc.fault == pgHeld {
-				waitForLockWait(t, direct, store.Options().Table) // the settle waits for the held COMMIT
-				close(proxy.release)
-				waitFor(proxy.sent)
-			}
-			r := <-first
-			if tc.firstOK {
-				require.NoError(t, r.err, "the COMMIT landed: the caller gets its response")
-				assert.Equal(t, "charged o1 run 1", r.out)
-			} else {
-				require.ErrorIs(t, r.err, idempotent.ErrStore)
-				assert.Contains(t, r.err.Error(), "settled: nothing committed")
-			}
-
-			out, err := h(ctxT(t), charge{Order: "o1", Cents: 500})
-			require.NoError(t, err, "the retry replays or runs at once: never in progress for a lease")
-			if tc.firstOK {
-				assert.Equal(t, "charged o1 run 1", out, "a replay")
-				assert.Equal(t, int32(1), runs.Load())
-			} else {
-				assert.Equal(t, "charged o1 run 2", out)
-				assert.Equal(t, int32(2), runs.Load())
-			}
-			assert.Equal(t, []string{"charge o1"}, l.entries(t), "the write applied exactly once")
-		})
-	}
+// settleAnswer is what a front door answered one call: a success and its
+// body (and whether it was a replay), or the store's retryable failure
+// (ErrStore, settled; over HTTP 503 store-unavailable).
+type settleAnswer struct {
+	ok          bool
+	body        string
+	replayed    bool
+	unavailable bool
+	detail      string // for messages
 }
 
-func TestUnknownCommitIsSettledThroughNetHTTP(t *testing.T) {
+// settleDoors build a front door over store whose handler inserts the
+// ledger row of key in pgstore.Tx and answers "run N"; each returns a
+// function making one call.
+var settleDoors = []struct {
+	name  string
+	build func(t *testing.T, store *pgstore.Store, l *ledger, runs *atomic.Int32) func() settleAnswer
+}{
+	{"Wrap", func(t *testing.T, store *pgstore.Store, l *ledger, runs *atomic.Int32) func() settleAnswer {
+		replays := 0
+		h := idempotent.Wrap(idempotent.New(store, idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
+			if ev.Outcome == idempotent.OutcomeReplayed {
+				replays++
+			}
+		})), func(ctx context.Context, c charge) (string, error) {
+			n := runs.Add(1)
+			return "run " + strconv.Itoa(int(n)), l.insert(ctx, "charge "+c.Order, c.Cents, nil)
+		}, idempotent.WithKey(chargeKey))
+		return func() settleAnswer {
+			before := replays
+			out, err := h(ctxT(t), charge{Order: "o1", Cents: 500})
+			detail := out
+			if err != nil {
+				detail = err.Error()
+			}
+			return settleAnswer{ok: err == nil, body: out, replayed: replays > before, detail: detail,
+				unavailable: errors.Is(err, idempotent.ErrStore) && strings.Contains(err.Error(), "settled: nothing committed")}
+		}
+	}},
+	{"NetHTTP", func(t *testing.T, store *pgstore.Store, l *ledger, runs *atomic.Int32) func() settleAnswer {
+		srv := httptest.NewServer(nethttp.Middleware(idempotent.New(store))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := runs.Add(1)
+			if err := l.insert(r.Context(), "charge o1", 500, nil); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte("run " + strconv.Itoa(int(n))))
+		})))
+		t.Cleanup(srv.Close)
+		return func() settleAnswer {
+			req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, srv.URL+"/payments", strings.NewReader(`{"cents":500}`))
+			require.NoError(t, err)
+			req.Header.Set("Idempotency-Key", "o1")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return settleAnswer{ok: resp.StatusCode == http.StatusCreated, body: string(b), replayed: resp.Header.Get(nethttp.HeaderReplayed) == "true",
+				unavailable: resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), nethttp.ProblemStoreUnavailable),
+				detail:      strconv.Itoa(resp.StatusCode) + " " + string(b)}
+		}
+	}},
+}
+
+// TestUnknownCommitIsSettled: through Wrap and the net/http door, each way
+// of a COMMIT with an unknown outcome ends with the caller getting its
+// response exactly when the COMMIT landed (else the store's retryable
+// failure), the retry replaying it or running at once, and the ledger row
+// written exactly once.
+func TestUnknownCommitIsSettled(t *testing.T) {
 	t.Parallel()
-	for _, tc := range settleCases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			direct := newPool(t, nil)
-			proxy := newCommitProxy(t, hostPort(t, postgresURL(t)))
-			pool := newPoolAt(t, proxy.url(postgresURL(t)), nil)
-			store := newTable(t, pool)
-			l := newLedger(t, direct)
-			var runs atomic.Int32
-			srv := httptest.NewServer(nethttp.Middleware(idempotent.New(store))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n := runs.Add(1)
-				if err := l.insert(r.Context(), "charge p1", 500, nil); err != nil {
-					http.Error(w, err.Error(), http.StatusInternalServerError)
-					return
+	for _, door := range settleDoors {
+		for _, tc := range settleCases {
+			t.Run(door.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				direct := newPool(t, nil)
+				proxy := newCommitProxy(t, hostPort(t, postgresURL(t)))
+				store := newTable(t, newPoolAt(t, proxy.url(postgresURL(t)), nil))
+				l := newLedger(t, direct)
+				var runs atomic.Int32
+				call := door.build(t, store, l, &runs)
+
+				proxy.arm(tc.fault)
+				firstDone := make(chan settleAnswer, 1)
+				go func() { firstDone <- call() }()
+				if tc.fault == pgHeld {
+					waitForLockWait(t, direct, store.Options().Table) // the settle waits for the held COMMIT
+					close(proxy.release)
+					waitFor(proxy.sent)
 				}
-				w.WriteHeader(http.StatusCreated)
-				_, _ = w.Write([]byte("run " + string(rune('0'+n))))
-			})))
-			t.Cleanup(srv.Close)
-			post := func() (int, string, http.Header) {
-				req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, srv.URL+"/payments", strings.NewReader(`{"cents":500}`))
-				require.NoError(t, err)
-				req.Header.Set("Idempotency-Key", "p1")
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := srv.Client().Do(req)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				var b bytes.Buffer
-				_, err = b.ReadFrom(resp.Body)
-				require.NoError(t, err)
-				return resp.StatusCode, b.String(), resp.Header
-			}
+				first := <-firstDone
+				if tc.firstOK {
+					assert.True(t, first.ok && first.body == "run 1", "the COMMIT landed: the caller gets its response, got %s", first.detail)
+				} else {
+					assert.True(t, first.unavailable, "nothing committed: the store's retryable failure, got %s", first.detail)
+				}
 
-			proxy.arm(tc.fault)
-			type answer struct {
-				status int
-				body   string
-			}
-			first := make(chan answer, 1)
-			go func() {
-				status, body, _ := post()
-				first <- answer{status, body}
-			}()
-			if tc.fault == pgHeld {
-				waitForLockWait(t, direct, store.Options().Table)
-				close(proxy.release)
-				waitFor(proxy.sent)
-			}
-			a := <-first
-			if tc.firstOK {
-				assert.Equal(t, http.StatusCreated, a.status, a.body)
-				assert.Equal(t, "run 1", a.body)
-			} else {
-				assert.Equal(t, http.StatusServiceUnavailable, a.status, a.body)
-				assert.Contains(t, a.body, nethttp.ProblemStoreUnavailable)
-			}
-
-			status, body, header := post()
-			assert.Equal(t, http.StatusCreated, status, "never a 409 for the length of a lease: %s", body)
-			if tc.firstOK {
-				assert.Equal(t, "run 1", body)
-				assert.Equal(t, "true", header.Get(nethttp.HeaderReplayed))
-			} else {
-				assert.Equal(t, "run 2", body)
-			}
-			assert.Equal(t, []string{"charge p1"}, l.entries(t), "the write applied exactly once")
-		})
+				retry := call()
+				require.True(t, retry.ok, "the retry replays or runs at once (never in progress for a lease): got %s", retry.detail)
+				if tc.firstOK {
+					assert.Equal(t, "run 1", retry.body)
+					assert.True(t, retry.replayed, "a replay")
+				} else {
+					assert.Equal(t, "run 2", retry.body)
+				}
+				assert.Equal(t, []string{"charge o1"}, l.entries(t), "the write applied exactly once")
+				t.Logf("first caller: %s; retry: %s (replayed %v); handler runs %d; ledger rows %d", first.detail, retry.detail, retry.replayed, runs.Load(), len(l.entries(t)))
+			})
+		}
 	}
 }
 
