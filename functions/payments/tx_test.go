@@ -39,6 +39,35 @@ func (c *txClient) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	return c.Client.TransactWriteItems(ctx, in, optFns...)
 }
 
+// deadClient is the client of a process that dies when its handler returns:
+// its transaction is never sent, and nor is anything after it (not even the
+// write a live process settles an unknown commit with).
+type deadClient struct {
+	*dynamodb.Client
+	dead atomic.Bool
+}
+
+var errDied = errors.New("test: the process died")
+
+func (c *deadClient) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.dead.Store(true)
+	return nil, errDied
+}
+
+func (c *deadClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.dead.Load() {
+		return nil, errDied
+	}
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+func (c *deadClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if c.dead.Load() {
+		return nil, errDied
+	}
+	return c.Client.DeleteItem(ctx, in, optFns...)
+}
+
 // noLedger fails the test if the function writes the ledger itself: over a
 // dynamostore.Store the row goes in the completion's transaction.
 type noLedger struct{ t *testing.T }
@@ -99,9 +128,7 @@ func TestCrashAfterChargeResumes(t *testing.T) {
 	client := localddbtest.Client(t)
 	tables := localddbtest.Tables(t, client)
 	proc := &payments.LocalProcessor{}
-	dead := &txClient{Client: client, commit: func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		return nil, errors.New("test: the process died")
-	}}
+	dead := &deadClient{Client: client}
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	crashed := payments.New(dynamostore.New(dead, tables.Idempotency), proc, noLedger{t}, tables.Payments, idempotent.WithClock(clock))
@@ -120,6 +147,38 @@ func TestCrashAfterChargeResumes(t *testing.T) {
 	second, err := restarted(ctx, request(t, nil))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, second.StatusCode, second.Body)
+	var p payments.Payment
+	require.NoError(t, json.Unmarshal([]byte(second.Body), &p))
+	assert.Len(t, ledgerRows(t, client, tables.Payments, p.PaymentID), 1)
+	assert.Equal(t, 1, proc.Calls(), "the retry resumed after the charge step")
+	assert.Equal(t, 1, proc.Charges())
+}
+
+// TestUnknownCommitResumesAtOnce is issue 34's reproduction on the payments
+// sample: the completion's TransactWriteItems (the ledger row and the
+// record) fails in a live process with an unknown outcome. The engine settles
+// it at once (the record, which holds the charge step, is suspended): the
+// client gets 503, and its retry resumes after the charge at once (no 409
+// until the lease ends): one ledger row, one charge.
+func TestUnknownCommitResumesAtOnce(t *testing.T) {
+	t.Parallel()
+	client := localddbtest.Client(t)
+	tables := localddbtest.Tables(t, client)
+	proc := &payments.LocalProcessor{}
+	failing := &txClient{Client: client, commit: func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		return nil, errors.New("test: InternalServerError, through the SDK's retries")
+	}}
+	handler := payments.New(dynamostore.New(failing, tables.Idempotency), proc, noLedger{t}, tables.Payments)
+
+	ctx, cancel := context.WithTimeout(t.Context(), e2e.PaymentsTimeout)
+	defer cancel()
+	first, err := handler(ctx, request(t, nil))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, first.StatusCode, first.Body)
+	failing.commit = nil
+	second, err := handler(ctx, request(t, nil))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, second.StatusCode, "the retry runs at once: %s", second.Body)
 	var p payments.Payment
 	require.NoError(t, json.Unmarshal([]byte(second.Body), &p))
 	assert.Len(t, ledgerRows(t, client, tables.Payments, p.PaymentID), 1)
