@@ -19,15 +19,18 @@
 // outcome hooks, which compose), and every front door takes that Engine and
 // keeps only options of its own: Wrap's [WrapOption]s (key, scope and payload
 // functions, typed by the handler's input, so a function for another type
-// does not compile), and the apigateway, nethttp and sqsbatch packages'. No
+// does not compile), and the options of the adapter packages. No
 // option passes through, and none overrides another.
 //
-// The Engine knows nothing of types: it takes a key, a scope and a payload
-// and work that returns its response encoded, and answers with the encoded
-// response. Wrap is the typed layer over it, and the adapters call it with
-// what they parsed; a front door of your own wraps its work with Wrap (a
-// handler of any input and output type). [RecordID] names a key's record,
-// for logs and tools.
+// The Engine knows nothing of types: its own call, [Engine.Do], takes a
+// [Call] (key, scope, payload) and work that returns its response encoded,
+// and answers with the encoded response. Every front door converges on it:
+// Wrap is the typed layer over it, and the adapters (nethttp, apigateway,
+// sqsbatch, kinesisbatch, ddbstreams, kafkabatch) call it with what they
+// parsed. A front door of your own (SNS, EventBridge, a gRPC interceptor)
+// calls it too, or wraps a typed handler with Wrap; [Engine.Reject] reports a
+// call it refuses before Do. [RecordID] names a key's record, for logs and
+// tools.
 //
 // Coalescing: concurrent calls for one record in one process (one Engine)
 // share one claim. While a call holds the record's lease, a duplicate gets

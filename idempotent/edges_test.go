@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // Regression tests for the protocol's edges: payload-bound takeovers,
@@ -289,27 +288,27 @@ func TestEngineNotStored(t *testing.T) {
 	other := idempotent.New(store)
 	runs := 0
 	streamed := errors.New("streamed to the client")
-	res, err := frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k"}, func(context.Context) ([]byte, error) {
+	res, err := e.Do(context.Background(), idempotent.Call{Key: "k"}, func(context.Context) ([]byte, error) {
 		runs++
-		return nil, frontdoor.Of(e).NotStored(streamed)
+		return nil, e.NotStored(streamed)
 	})
 	require.ErrorIs(t, err, idempotent.ErrResponseEncoding)
 	require.ErrorIs(t, err, streamed)
 	assert.True(t, res.Ran)
 	assert.Equal(t, idempotent.OutcomeNotStored, got.last().Outcome)
-	_, err = frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k"}, func(context.Context) ([]byte, error) {
+	_, err = e.Do(context.Background(), idempotent.Call{Key: "k"}, func(context.Context) ([]byte, error) {
 		runs++
 		return nil, nil
 	})
 	require.ErrorIs(t, err, idempotent.ErrResponseNotStored)
 	assert.Equal(t, 1, runs)
 
-	_, err = frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k2"}, func(context.Context) ([]byte, error) {
-		return nil, frontdoor.Of(other).NotStored(streamed)
+	_, err = e.Do(context.Background(), idempotent.Call{Key: "k2"}, func(context.Context) ([]byte, error) {
+		return nil, other.NotStored(streamed)
 	})
 	require.ErrorIs(t, err, streamed)
 	assert.Equal(t, idempotent.OutcomeHandlerError, got.last().Outcome, "another engine's word is a failure here")
-	res, err = frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k2"}, func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+	res, err = e.Do(context.Background(), idempotent.Call{Key: "k2"}, func(context.Context) ([]byte, error) { return []byte("ok"), nil })
 	require.NoError(t, err)
 	assert.True(t, res.Ran, "the failure released the record")
 }

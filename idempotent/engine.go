@@ -15,7 +15,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/idemkit/idemkit/idempotent/internal/envelope"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -38,8 +37,9 @@ const (
 // lease ends a reserve later. It wraps context.DeadlineExceeded.
 var errLeaseEnding = fmt.Errorf("idempotent: the handler's time is up: its lease ends soon: %w", context.DeadlineExceeded)
 
-// Engine is the byte-level idempotency engine every front door calls: Wrap,
-// the nethttp middleware, and the apigateway and sqsbatch adapters. It
+// Engine is the byte-level idempotency engine every front door calls through
+// [Engine.Do]: Wrap, the nethttp middleware, the apigateway adapter, the batch
+// adapters, and front doors of your own. It
 // derives the record id, claims it, runs the work under a lease, stores or
 // releases, replays, waits, caches, coalesces concurrent calls for one
 // record in this process, and reports each call's outcome. It knows nothing of types: the work
@@ -58,7 +58,7 @@ type Engine struct {
 	flights map[string]*flight // record id -> the call of this process that holds it
 }
 
-// logAttrsKey is the context key of the frontdoor.Call.Attrs of the call under way.
+// logAttrsKey is the context key of the Call.Attrs of the call under way.
 type logAttrsKey struct{}
 
 // withLogAttrs returns ctx carrying attrs for the Engine's log lines.
@@ -69,7 +69,7 @@ func withLogAttrs(ctx context.Context, attrs []slog.Attr) context.Context {
 	return context.WithValue(ctx, logAttrsKey{}, attrs)
 }
 
-// logAttrs appends to attrs the frontdoor.Call.Attrs that ctx carries.
+// logAttrs appends to attrs the Call.Attrs that ctx carries.
 func logAttrs(ctx context.Context, attrs []slog.Attr) []slog.Attr {
 	extra, _ := ctx.Value(logAttrsKey{}).([]slog.Attr)
 	return append(attrs, extra...)
@@ -82,7 +82,7 @@ type job struct {
 	r      runner
 	f      *flight // the flight this call leads: own, once it leads
 	own    flight
-	fn     funcs // r, for frontdoor.Engine.Do
+	fn     funcs // r, for Engine.Do
 	// followed says the call waited on another's flight before it led: its
 	// start is no longer a fresh reading of the clock.
 	followed bool
@@ -102,8 +102,8 @@ type result struct {
 // every front door given this Engine shares. New panics on a nil store and
 // on an invalid prefix: programmer errors, found at start-up.
 //
-// Every front door takes an Engine: Wrap, apigateway, nethttp and sqsbatch
-// (a front door of your own wraps its work with Wrap). Make one at start-up
+// Every front door takes an Engine: Wrap, the adapter packages, and a front
+// door of your own (it calls [Engine.Do]). Make one at start-up
 // and share it; records of front doors that share an Engine share its
 // prefix, so give unrelated handlers in one process their own Engine, or
 // their own scope.
@@ -165,14 +165,14 @@ func (e *Engine) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// A runner is the work of one call and the check of a replay (frontdoor.Call.Accept).
+// A runner is the work of one call and the check of a replay (Call.Accept).
 // Wrap's invocations implement it themselves: one allocation for both.
 type runner interface {
 	run(ctx context.Context) ([]byte, error)
 	accept(response []byte) error
 }
 
-// funcs is the runner of frontdoor.Engine.Do's arguments.
+// funcs is the runner of Engine.Do's arguments.
 type funcs struct {
 	work     func(context.Context) ([]byte, error)
 	acceptFn func([]byte) error
@@ -189,7 +189,7 @@ func (f funcs) accept(response []byte) error {
 
 // do runs a call for r, or for fn when r is nil: the job then holds fn, so that
 // making it a runner costs no allocation of its own.
-func (e *Engine) do(ctx context.Context, call *frontdoor.Call, r runner, fn funcs) (result, error) {
+func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (result, error) {
 	start := e.cfg.now()
 	ctx = withLogAttrs(ctx, call.Attrs)
 	if r == nil && (e.cfg.disabled || call.Key == "") {
@@ -229,16 +229,16 @@ func (e *Engine) do(ctx context.Context, call *frontdoor.Call, r runner, fn func
 }
 
 // notStored returns the error a work function returns when it ran (its side
-// effects happened) but its response cannot be stored (frontdoor.Engine.NotStored
+// effects happened) but its response cannot be stored (Engine.NotStored
 // says what follows). It is bound to e: returned through another Engine's
 // work, it is an ordinary failure there.
 func (e *Engine) notStored(reason error) error {
 	return &encodingError{engine: e, err: fmt.Errorf("%w: %w", ErrResponseEncoding, reason)}
 }
 
-// reject reports a call refused before do (frontdoor.Engine.Reject) and returns
+// reject reports a call refused before do (Engine.Reject) and returns
 // err.
-func (e *Engine) reject(ctx context.Context, call *frontdoor.Call, err error) error {
+func (e *Engine) reject(ctx context.Context, call *Call, err error) error {
 	ev := Event{Outcome: OutcomeRejected, Err: err}
 	if call.Key != "" && checkKey(call.Key) == nil {
 		ev.RecordID = recordID(e.cfg.prefix, call.Scope, call.Key)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // A caller's later change to the response it got, or to a replay, never
@@ -24,13 +23,13 @@ func TestMemoryStoreKeepsResponseFromCallerChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := idempotent.New(idempotent.NewMemoryStore(), tt.opts...)
 			ctx := context.Background()
-			call := frontdoor.Call{Key: "k"}
-			res, err := frontdoor.Of(e).Do(ctx, call, func(context.Context) ([]byte, error) { return []byte("stored"), nil })
+			call := idempotent.Call{Key: "k"}
+			res, err := e.Do(ctx, call, func(context.Context) ([]byte, error) { return []byte("stored"), nil })
 			require.NoError(t, err)
 			require.True(t, res.Ran)
 			copy(res.Response, "XXXXXX")
 			for range 3 {
-				res, err = frontdoor.Of(e).Do(ctx, call, func(context.Context) ([]byte, error) { panic("ran twice") })
+				res, err = e.Do(ctx, call, func(context.Context) ([]byte, error) { panic("ran twice") })
 				require.NoError(t, err)
 				require.Equal(t, "stored", string(res.Response))
 				copy(res.Response, "YYYYYY")

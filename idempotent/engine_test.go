@@ -10,27 +10,29 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // The Engine is the byte-level core that every front door calls: here, a
 // front door of its own that already knows the key and the payload.
 func TestEngineDo(t *testing.T) {
 	t.Parallel()
-	engine := frontdoor.Of(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks")))
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithPrefix("webhooks"))
 	deliveries := 0
 	deliver := func(ctx context.Context) ([]byte, error) {
 		deliveries++
 		return []byte(`{"status":"delivered"}`), nil
 	}
-	call := frontdoor.Call{Key: "evt_123", Payload: []byte(`{"type":"invoice.paid"}`)}
+	call := idempotent.Call{Key: "evt_123", Payload: []byte(`{"type":"invoice.paid"}`)}
 
 	first, err := engine.Do(context.Background(), call, deliver)
 	assert.NoError(t, err)
 	retry, err := engine.Do(context.Background(), call, deliver)
 	assert.NoError(t, err)
-	assert.Equal(t, frontdoor.Result{Response: []byte(`{"status":"delivered"}`), Ran: true}, first)
-	assert.Equal(t, frontdoor.Result{Response: []byte(`{"status":"delivered"}`)}, retry)
+	assert.Equal(t, idempotent.Result{Response: []byte(`{"status":"delivered"}`), Ran: true}, first)
+	assert.Equal(t, []byte(`{"status":"delivered"}`), retry.Response)
+	assert.False(t, retry.Ran)
+	assert.Equal(t, idempotent.RecordID("webhooks", "", "evt_123"), retry.Replay.RecordID)
+	assert.False(t, retry.Replay.ExpiresAt.IsZero())
 	assert.Equal(t, 1, deliveries)
 }
 
@@ -38,7 +40,7 @@ func TestEngineDo(t *testing.T) {
 // WithWaitInProgress they get the first one's response from memory.
 func TestEngineDoCoalescing(t *testing.T) {
 	t.Parallel()
-	engine := frontdoor.Of(idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress((15 * time.Minute))))
+	engine := idempotent.New(idempotent.NewMemoryStore(), idempotent.WithWaitInProgress(15*time.Minute))
 	release := make(chan struct{})
 	var runs sync.WaitGroup
 	runs.Add(1)
@@ -47,10 +49,10 @@ func TestEngineDoCoalescing(t *testing.T) {
 		<-release
 		return []byte("42"), nil
 	}
-	results := make(chan frontdoor.Result, 3)
+	results := make(chan idempotent.Result, 3)
 	for range 3 {
 		go func() {
-			res, _ := engine.Do(context.Background(), frontdoor.Call{Key: "k"}, work)
+			res, _ := engine.Do(context.Background(), idempotent.Call{Key: "k"}, work)
 			results <- res
 		}()
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
 )
@@ -547,10 +546,10 @@ func TestStepsThroughTheEngine(t *testing.T) {
 		}
 		return []byte(`"ok"`), nil
 	}
-	_, err := frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k6"}, work)
+	_, err := e.Do(context.Background(), idempotent.Call{Key: "k6"}, work)
 	require.ErrorIs(t, err, errLedgerDown)
 	runs++ // the next run succeeds
-	res, err := frontdoor.Of(e).Do(context.Background(), frontdoor.Call{Key: "k6"}, work)
+	res, err := e.Do(context.Background(), idempotent.Call{Key: "k6"}, work)
 	require.NoError(t, err)
 	assert.Equal(t, `"ok"`, string(res.Response))
 	assert.Equal(t, 2, runs, "the recorded step did not run again")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // Wrap returns handler made idempotent by e: the first invocation for a key
@@ -63,17 +62,17 @@ type invocation[In, Out any] struct {
 
 func (w *wrapper[In, Out]) invoke(ctx context.Context, in In) (Out, error) {
 	var zero Out
-	var call frontdoor.Call
+	var call Call
 	inv := &invocation[In, Out]{w: w, in: in}
 	if !w.e.cfg.disabled {
 		key, err := w.key(in)
 		if err != nil {
-			return zero, w.e.reject(ctx, &frontdoor.Call{}, fmt.Errorf("%w: %w", ErrInvalidKey, err))
+			return zero, w.e.reject(ctx, &Call{}, fmt.Errorf("%w: %w", ErrInvalidKey, err))
 		}
 		call.Key = key
 		if key != "" && w.scope != nil {
 			if call.Scope, err = w.scope(ctx, in); err != nil {
-				return zero, w.e.reject(ctx, &frontdoor.Call{}, fmt.Errorf("%w: scope: %w", ErrInvalidKey, err))
+				return zero, w.e.reject(ctx, &Call{}, fmt.Errorf("%w: scope: %w", ErrInvalidKey, err))
 			}
 		}
 		if key != "" && w.payload != nil {

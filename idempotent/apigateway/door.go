@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
@@ -35,7 +34,7 @@ import (
 // the handler's own response, which its client gets unchanged.
 type door[Req, Resp any] struct {
 	payload[Req, Resp]
-	core        frontdoor.Engine
+	core        *idempotent.Engine
 	handler     func(context.Context, Req) (Resp, error)
 	callerField string       // WithAuthorizerCaller
 	mw          http.Handler // the middleware, around this door's ServeHTTP
@@ -63,7 +62,7 @@ func newDoor[Req, Resp any](core *idempotent.Engine, handler func(context.Contex
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &door[Req, Resp]{payload: p, core: frontdoor.Of(core), handler: handler, callerField: o.callerField}
+	d := &door[Req, Resp]{payload: p, core: core, handler: handler, callerField: o.callerField}
 	own := nethttp.Option(func(c *httprules.Config) {
 		c.Name = "apigateway"
 		c.Scope = d.scope
@@ -102,7 +101,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, ev Req) (out Resp) {
 		d.core.Logger().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
 		p, why := httprules.Refusal(err)
-		_ = d.core.Reject(ctx, frontdoor.Call{}, why)
+		_ = d.core.Reject(ctx, idempotent.Call{}, why)
 		return d.response(problem(p))
 	}
 	d.mw.ServeHTTP(&inv.rec, r)

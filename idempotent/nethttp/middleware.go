@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
@@ -71,7 +70,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	x := &exchange{h: h, w: w, r: r}
-	var call frontdoor.Call
+	var call idempotent.Call
 	if !m.Disabled {
 		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
 		if err != nil {
@@ -85,7 +84,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if call.Scope, err = m.Scope(r); err != nil {
 					m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": cannot name the caller; the handler did not run",
 						slog.String("method", method), slog.String("error", err.Error()))
-					_ = m.Core.Reject(ctx, frontdoor.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
+					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
 					writeProblem(w, httprules.Internal())
 					return
 				}
@@ -144,7 +143,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse answers with a 400 (or 413) problem a request the middleware
 // refuses itself, before any Do, and reports the refusal to the core, which
 // tells the outcome hook and the log (OutcomeRejected).
-func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call frontdoor.Call, why error) {
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempotent.Call, why error) {
 	p, err := httprules.Refusal(why)
 	_ = m.Core.Reject(r.Context(), call, err)
 	writeProblem(w, p)

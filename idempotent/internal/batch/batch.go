@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // maxResponseReserve is the most time kept back from processing, before the
@@ -43,7 +42,7 @@ type Source[R, T any] struct {
 
 // Processor runs the records of a batch through an idempotent.Engine.
 type Processor[R, T any] struct {
-	engine      frontdoor.Engine
+	engine      *idempotent.Engine
 	src         Source[R, T]
 	key         func(*R, T) (string, error)
 	payload     func(*R, T) (any, error) // nil: no payload validation
@@ -56,7 +55,7 @@ func New[R, T any](e *idempotent.Engine, wrap string, src Source[R, T], o Option
 	if e == nil {
 		panic(src.Name + ": " + wrap + ": nil Engine")
 	}
-	p := &Processor[R, T]{engine: frontdoor.Of(e), src: src, key: o.Key, payload: o.Payload, parallelism: max(o.Parallelism, 1)}
+	p := &Processor[R, T]{engine: e, src: src, key: o.Key, payload: o.Payload, parallelism: max(o.Parallelism, 1)}
 	if p.key == nil {
 		p.key = src.Key
 	}
@@ -207,7 +206,7 @@ var nullPayload = []byte("null")
 // error (nil when it succeeded, even if its entry could not be completed),
 // and otherwise the engine's answer (nil for a replay).
 func (p *Processor[R, T]) do(ctx context.Context, it *item[R, T], attrs []slog.Attr) (ran bool, err error) {
-	call := frontdoor.Call{Attrs: attrs}
+	call := idempotent.Call{Attrs: attrs}
 	if !p.engine.Disabled() { // as idempotent.Wrap: no key or payload errors then
 		if it.keyErr != nil {
 			return false, p.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
@@ -268,7 +267,7 @@ func (p *Processor[R, T]) process(ctx context.Context, pl *plan, it *item[R, T],
 		}
 		// Never seen by the core: reported to it, so that its outcome hooks
 		// and log see the rejection, with the record in the context.
-		_ = p.engine.Reject(p.src.Context(ctx, it.rec), frontdoor.Call{Attrs: attrs},
+		_ = p.engine.Reject(p.src.Context(ctx, it.rec), idempotent.Call{Attrs: attrs},
 			fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.err))
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/frontdoor"
 )
 
 // DefaultRetryAfter is the Retry-After sent with 409 (in progress) and 503
@@ -57,7 +56,7 @@ func (c *Config) SetMethods(methods []string) {
 type Rules struct {
 	Config
 	Filter   *Filter          // of the stored headers
-	Core     frontdoor.Engine // the engine every request goes through
+	Core     *idempotent.Engine // the engine every request goes through
 	Disabled bool             // IDEMKIT_DISABLED was set: no key or body is refused
 	methods  map[string]bool
 }
@@ -71,7 +70,7 @@ func New(core *idempotent.Engine, cfg Config) *Rules {
 	case len(cfg.Methods) == 0:
 		panic(cfg.Name + ": WithMethods: no methods")
 	}
-	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: frontdoor.Of(core), methods: make(map[string]bool, len(cfg.Methods))}
+	r := &Rules{Config: cfg, Filter: NewFilter(cfg.Volatile, cfg.ReplayCookies), Core: core, methods: make(map[string]bool, len(cfg.Methods))}
 	for _, m := range cfg.Methods {
 		r.methods[m] = true
 	}

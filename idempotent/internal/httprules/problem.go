@@ -80,7 +80,7 @@ func Internal() Problem {
 }
 
 // Refusal is the answer to a request a front door refuses itself, before the
-// core sees it, with the core error that reports it (frontdoor.Engine.Reject):
+// core sees it, with the core error that reports it (idempotent.Engine.Reject):
 // a KeyError, BodyError or RequestError says why.
 func Refusal(why error) (Problem, error) {
 	sentinel := idempotent.ErrInvalidPayload
@@ -120,7 +120,7 @@ func NotStored() Problem {
 }
 
 // Failure is the answer to a request the core refused (the error of
-// frontdoor.Engine.Do when the work did not run); retryAfter goes with the
+// idempotent.Engine.Do when the work did not run); retryAfter goes with the
 // 409 in-progress and 503 answers. Keys and bodies a front door refuses
 // itself never get here (see Refusal); an invalid key from the core (one the
 // front door would not have parsed) gets a generic detail.
