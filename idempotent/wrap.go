@@ -3,7 +3,6 @@ package idempotent
 import (
 	"context"
 	"fmt"
-
 )
 
 // Wrap returns handler made idempotent by e: the first invocation for a key

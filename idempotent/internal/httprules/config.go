@@ -55,9 +55,9 @@ func (c *Config) SetMethods(methods []string) {
 // It is safe for concurrent use.
 type Rules struct {
 	Config
-	Filter   *Filter          // of the stored headers
+	Filter   *Filter            // of the stored headers
 	Core     *idempotent.Engine // the engine every request goes through
-	Disabled bool             // IDEMKIT_DISABLED was set: no key or body is refused
+	Disabled bool               // IDEMKIT_DISABLED was set: no key or body is refused
 	methods  map[string]bool
 }
 
