@@ -160,7 +160,7 @@ func New(store storage.Store, inventory Inventory, table string, opts ...idempot
 	e := idempotent.New(store, append([]idempotent.Option{idempotent.WithPrefix(Prefix), idempotent.WithExpiry(Expiry)}, opts...)...)
 	return sqsbatch.Wrap(e, newReserver(inventory, table).reserve,
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }),
-		sqsbatch.WithParallelism[Order](Parallelism))
+		sqsbatch.WithParallelism(Parallelism))
 }
 
 // reserver is the function's logic, before idempotency.

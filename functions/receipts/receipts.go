@@ -86,7 +86,7 @@ func New(store storage.Store, mailer Mailer, opts ...idempotent.Option) func(con
 	s := &sender{mailer: mailer}
 	return ddbstreams.Wrap(e, s.handle,
 		ddbstreams.WithKey(Key),
-		ddbstreams.WithParallelism[Payment](Parallelism))
+		ddbstreams.WithParallelism(Parallelism))
 }
 
 // sender is the function's logic, before idempotency.

@@ -55,8 +55,9 @@ type Change[T any] struct {
 // validation (when T or *T has a method Validate() error), makes its record
 // a failure without calling handle.
 //
-// Wrap panics if e or handle is nil.
-func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, c Change[T]) error, opts ...Option[T]) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// Wrap panics if e or handle is nil, or if an option's function takes
+// another type than the handler's (see Option).
+func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, c Change[T]) error, opts ...Option) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	if handle == nil {
 		panic("ddbstreams: Wrap: nil handler")
 	}
@@ -80,7 +81,7 @@ func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, c Change
 		},
 	}
 	o := batch.Apply(opts)
-	b := &batcher[T]{p: batch.New(e, "Wrap", src, o), parallel: o.Parallelism > 1, stop: !o.Continue}
+	b := &batcher[T]{p: batch.New(e, "Wrap", src, o), parallel: o.Parallelism() > 1, stop: !o.Continue()}
 	return b.handleBatch
 }
 

@@ -57,13 +57,13 @@ func from(ev events.DynamoDBEvent, seq string) events.DynamoDBEvent {
 
 // receipts is the receipts function of the sample stack, in a few lines:
 // one receipt per payment, keyed on the payment.
-func receipts(e *idempotent.Engine, rec *batchtest.Recorder, opts ...ddbstreams.Option[payment]) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+func receipts(e *idempotent.Engine, rec *batchtest.Recorder, opts ...ddbstreams.Option) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	return ddbstreams.Wrap(e, func(_ context.Context, c ddbstreams.Change[payment]) error {
 		if c.EventName != ddbstreams.Insert {
 			return nil
 		}
 		return rec.Call(c.NewImage.PaymentID)
-	}, append([]ddbstreams.Option[payment]{ddbstreams.WithKey(func(c ddbstreams.Change[payment]) (string, error) {
+	}, append([]ddbstreams.Option{ddbstreams.WithKey(func(c ddbstreams.Change[payment]) (string, error) {
 		return "receipt/" + c.Key.PaymentID, nil
 	})}, opts...)...)
 }
@@ -179,7 +179,7 @@ func TestParallelByItem(t *testing.T) {
 	h := ddbstreams.Wrap(batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock()),
 		func(_ context.Context, c ddbstreams.Change[payment]) error {
 			return rec.Call(c.EventName + " " + c.NewImage.PaymentID)
-		}, ddbstreams.WithParallelism[payment](3))
+		}, ddbstreams.WithParallelism(3))
 	rec.Fail("INSERT pay_01JH8Z3Q4M5N6P7R8S9T0V1W2X")
 	resp, err := h(context.Background(), ev)
 	require.NoError(t, err)
@@ -219,4 +219,52 @@ func TestAttributeValues(t *testing.T) {
 	got, err = ddbstreams.AttributeValues(nil)
 	require.NoError(t, err)
 	assert.Nil(t, got)
+}
+
+// TestProgrammerErrors: the options name this package in their panics, and
+// Wrap finds a function of another item type than the handler's (the
+// engine's rule, tested in internal/batch).
+func TestProgrammerErrors(t *testing.T) {
+	t.Parallel()
+	e := batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock())
+	assert.PanicsWithValue(t, "ddbstreams: WithRecordKey: nil function", func() { ddbstreams.WithRecordKey(nil) })
+	assert.PanicsWithValue(t, "ddbstreams: WithRecordPayloadValidation: nil function", func() { ddbstreams.WithRecordPayloadValidation(nil) })
+	assert.PanicsWithValue(t, "ddbstreams: Wrap: the function given to WithKey takes ddbstreams.Change[*github.com/idemkit/idemkit/idempotent/ddbstreams_test.payment], but the handler takes ddbstreams.Change[github.com/idemkit/idemkit/idempotent/ddbstreams_test.payment]", func() {
+		ddbstreams.Wrap(e, func(context.Context, ddbstreams.Change[payment]) error { return nil },
+			ddbstreams.WithKey(func(c ddbstreams.Change[*payment]) (string, error) { return "k", nil }))
+	})
+}
+
+// TestPayloadOptions: no payload validation by default (a later change of
+// an item keyed on the item is a duplicate); WithRecordPayloadValidation
+// makes it a mismatch, and WithoutPayloadValidation, given last, undoes it.
+func TestPayloadOptions(t *testing.T) {
+	t.Parallel()
+	byNewImage := ddbstreams.WithRecordPayloadValidation(func(r events.DynamoDBEventRecord) (any, error) {
+		return r.Change.NewImage["status"].String(), nil
+	})
+	tests := []struct {
+		name     string
+		opts     []ddbstreams.Option
+		wantFail []string
+	}{
+		{"default: none", nil, []string{}},
+		{"WithRecordPayloadValidation", []ddbstreams.Option{byNewImage}, []string{"A's MODIFY"}},
+		{"WithoutPayloadValidation last", []ddbstreams.Option{byNewImage, ddbstreams.WithoutPayloadValidation()}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ev := sample(t)
+			var rec batchtest.Recorder
+			resp, err := receipts(batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock()), &rec,
+				append([]ddbstreams.Option{ddbstreams.WithContinueOnFailure()}, tt.opts...)...)(context.Background(), ev)
+			require.NoError(t, err)
+			want := []string{}
+			if len(tt.wantFail) > 0 {
+				want = seqs(ev, 2)
+			}
+			assert.Equal(t, want, failed(resp))
+		})
+	}
 }

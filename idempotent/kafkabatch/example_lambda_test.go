@@ -41,9 +41,9 @@ func Example_lambdaStart() {
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
 	lambda.Start(kafkabatch.Wrap(idempotent.New(store), recordPayment,
-		kafkabatch.WithRecordKey[Payment](func(r events.KafkaRecord) (string, error) {
+		kafkabatch.WithRecordKey(func(r events.KafkaRecord) (string, error) {
 			key, _ := kafkabatch.Header(r, "idempotency-key")
 			return string(key), nil
 		}),
-		kafkabatch.WithParallelism[Payment](4)))
+		kafkabatch.WithParallelism(4)))
 }

@@ -30,8 +30,9 @@ import (
 // does not decode into T, or, when T or *T has a method Validate() error,
 // fails validation, makes its record a failure without calling handle.
 //
-// Wrap panics if e or handle is nil.
-func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, value T) error, opts ...Option[T]) func(context.Context, events.KafkaEvent) (Response, error) {
+// Wrap panics if e or handle is nil, or if an option's function takes
+// another type than the handler's (see Option).
+func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, value T) error, opts ...Option) func(context.Context, events.KafkaEvent) (Response, error) {
 	if handle == nil {
 		panic("kafkabatch: Wrap: nil handler")
 	}
@@ -42,7 +43,7 @@ func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, value T)
 // WrapRecord is Wrap for handlers that take the Kafka record itself, for
 // values that are not JSON (or tombstones) or are decoded by the handler.
 // Its default payload validation compares the raw value and key.
-func WrapRecord(e *idempotent.Engine, handle func(ctx context.Context, rec events.KafkaRecord) error, opts ...Option[events.KafkaRecord]) func(context.Context, events.KafkaEvent) (Response, error) {
+func WrapRecord(e *idempotent.Engine, handle func(ctx context.Context, rec events.KafkaRecord) error, opts ...Option) func(context.Context, events.KafkaEvent) (Response, error) {
 	if handle == nil {
 		panic("kafkabatch: WrapRecord: nil handler")
 	}
@@ -80,7 +81,7 @@ type batcher[T any] struct {
 	stop bool
 }
 
-func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.KafkaRecord) (T, error), defaultPayload func(*events.KafkaRecord, T) (any, error), opts []Option[T]) *batcher[T] {
+func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.KafkaRecord) (T, error), defaultPayload func(*events.KafkaRecord, T) (any, error), opts []Option) *batcher[T] {
 	src := batch.Source[events.KafkaRecord, T]{
 		Name:    "kafkabatch",
 		Noun:    "record",
@@ -98,7 +99,7 @@ func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Co
 		},
 	}
 	o := batch.Apply(opts)
-	return &batcher[T]{p: batch.New(e, wrap, src, o), stop: !o.Continue}
+	return &batcher[T]{p: batch.New(e, wrap, src, o), stop: !o.Continue()}
 }
 
 // defaultKey is what stays the same when Lambda delivers a record again: its

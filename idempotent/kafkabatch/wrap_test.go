@@ -77,7 +77,7 @@ func TestPartitionsFailIndependently(t *testing.T) {
 			ev := sample(t)
 			var rec batchtest.Recorder
 			h := kafkabatch.Wrap(batchtest.Engine(s.Make(t), batchtest.NewClock()), handler(&rec),
-				kafkabatch.WithRecordKey[payment](byHeader), kafkabatch.WithParallelism[payment](2))
+				kafkabatch.WithRecordKey(byHeader), kafkabatch.WithParallelism(2))
 			rec.Fail("pay_2002", "pay_2003")
 			resp, err := h(context.Background(), ev)
 			require.NoError(t, err)
@@ -187,4 +187,35 @@ func TestResponseJSON(t *testing.T) {
 	got, err = json.Marshal(resp)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"batchItemFailures":[]}`, string(got))
+}
+
+// TestProgrammerErrors: the options name this package in their panics, and
+// Wrap finds a function of another type than the handler's (the engine's
+// rule, tested in internal/batch).
+func TestProgrammerErrors(t *testing.T) {
+	t.Parallel()
+	e := batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock())
+	assert.PanicsWithValue(t, "kafkabatch: WithRecordKey: nil function", func() { kafkabatch.WithRecordKey(nil) })
+	assert.PanicsWithValue(t, "kafkabatch: WithRecordPayloadValidation: nil function", func() { kafkabatch.WithRecordPayloadValidation(nil) })
+	assert.PanicsWithValue(t, "kafkabatch: Wrap: the function given to WithKey takes kafkabatch_test.payment, but the handler takes *kafkabatch_test.payment", func() {
+		kafkabatch.Wrap(e, func(context.Context, *payment) error { return nil },
+			kafkabatch.WithKey(func(p payment) (string, error) { return p.PaymentID, nil }))
+	})
+}
+
+// TestRecordPayloadValidation: the raw record's payload option reaches the
+// engine: a producer's retry (offset 17, pay_2001's header) whose value
+// differs is a mismatch, not a duplicate.
+func TestRecordPayloadValidation(t *testing.T) {
+	t.Parallel()
+	ev := sample(t)
+	ev.Records["payments-0"][2].Value = base64.StdEncoding.EncodeToString([]byte(`{"paymentId":"pay_2001","amount":1}`))
+	var rec batchtest.Recorder
+	h := kafkabatch.Wrap(batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock()), handler(&rec),
+		kafkabatch.WithRecordKey(byHeader),
+		kafkabatch.WithRecordPayloadValidation(func(r events.KafkaRecord) (any, error) { return r.Value, nil }))
+	resp, err := h(context.Background(), ev)
+	require.NoError(t, err)
+	assert.Equal(t, []kafkabatch.ItemIdentifier{id("payments-0", 17)}, failed(resp))
+	assert.Equal(t, []string{"pay_2001", "pay_2002", "pay_2003", "pay_2004"}, rec.Calls())
 }

@@ -24,8 +24,9 @@ import (
 // *T has a method Validate() error, fails validation, makes its record a
 // failure without calling handle.
 //
-// Wrap panics if e or handle is nil.
-func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, rec T) error, opts ...Option[T]) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+// Wrap panics if e or handle is nil, or if an option's function takes
+// another type than the handler's (see Option).
+func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, rec T) error, opts ...Option) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	if handle == nil {
 		panic("kinesisbatch: Wrap: nil handler")
 	}
@@ -36,7 +37,7 @@ func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, rec T) e
 // WrapRecord is Wrap for handlers that take the Kinesis record itself, for
 // data that is not JSON or is decoded by the handler. Its default payload
 // validation compares the raw data.
-func WrapRecord(e *idempotent.Engine, handle func(ctx context.Context, rec events.KinesisEventRecord) error, opts ...Option[events.KinesisEventRecord]) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+func WrapRecord(e *idempotent.Engine, handle func(ctx context.Context, rec events.KinesisEventRecord) error, opts ...Option) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	if handle == nil {
 		panic("kinesisbatch: WrapRecord: nil handler")
 	}
@@ -66,7 +67,7 @@ type batcher[T any] struct {
 	stop     bool
 }
 
-func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.KinesisEventRecord) (T, error), defaultPayload func(*events.KinesisEventRecord, T) (any, error), opts []Option[T]) *batcher[T] {
+func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.KinesisEventRecord) (T, error), defaultPayload func(*events.KinesisEventRecord, T) (any, error), opts []Option) *batcher[T] {
 	src := batch.Source[events.KinesisEventRecord, T]{
 		Name:    "kinesisbatch",
 		Noun:    "record",
@@ -84,7 +85,7 @@ func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Co
 		},
 	}
 	o := batch.Apply(opts)
-	return &batcher[T]{p: batch.New(e, wrap, src, o), parallel: o.Parallelism > 1, stop: !o.Continue}
+	return &batcher[T]{p: batch.New(e, wrap, src, o), parallel: o.Parallelism() > 1, stop: !o.Continue()}
 }
 
 // defaultKey is what stays the same when Lambda delivers a record again:

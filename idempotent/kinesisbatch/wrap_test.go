@@ -74,12 +74,12 @@ func TestSample(t *testing.T) {
 			ev := sample(t)
 			tests := []struct {
 				name      string
-				opts      []kinesisbatch.Option[payment]
+				opts      []kinesisbatch.Option
 				wantCalls []string
 			}{
 				{"default key", nil, []string{"pay_1001", "pay_1002", "pay_1001", "pay_1003"}},
-				{"keyed on the payment", []kinesisbatch.Option[payment]{kinesisbatch.WithKey(byPaymentID)}, []string{"pay_1001", "pay_1002", "pay_1003"}},
-				{"continue on failure", []kinesisbatch.Option[payment]{kinesisbatch.WithKey(byPaymentID), kinesisbatch.WithContinueOnFailure[payment]()},
+				{"keyed on the payment", []kinesisbatch.Option{kinesisbatch.WithKey(byPaymentID)}, []string{"pay_1001", "pay_1002", "pay_1003"}},
+				{"continue on failure", []kinesisbatch.Option{kinesisbatch.WithKey(byPaymentID), kinesisbatch.WithContinueOnFailure()},
 					[]string{"pay_1001", "pay_1002", "pay_1003", "pay_1005"}},
 			}
 			for _, tt := range tests {
@@ -105,10 +105,10 @@ func TestFailureInTheMiddle(t *testing.T) {
 			ev.Records = append(ev.Records[:4:4], ev.Records[5]) // without the poison record
 			for _, cont := range []bool{false, true} {
 				var rec batchtest.Recorder
-				opts := []kinesisbatch.Option[payment]{kinesisbatch.WithKey(byPaymentID)}
+				opts := []kinesisbatch.Option{kinesisbatch.WithKey(byPaymentID)}
 				wantFirst := []string{"pay_1001", "pay_1002"}
 				if cont {
-					opts = append(opts, kinesisbatch.WithContinueOnFailure[payment]())
+					opts = append(opts, kinesisbatch.WithContinueOnFailure())
 					wantFirst = []string{"pay_1001", "pay_1002", "pay_1003", "pay_1005"}
 				}
 				h := kinesisbatch.Wrap(batchtest.Engine(s.Make(t), batchtest.NewClock()), handler(&rec), opts...)
@@ -191,7 +191,7 @@ func TestParallelByPartitionKey(t *testing.T) {
 	ev := sample(t)
 	var rec batchtest.Recorder
 	h := kinesisbatch.Wrap(batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock()), handler(&rec),
-		kinesisbatch.WithParallelism[payment](2))
+		kinesisbatch.WithParallelism(2))
 	rec.Fail("pay_1001")
 	resp, err := h(context.Background(), ev)
 	require.NoError(t, err)
@@ -211,4 +211,21 @@ func TestResponseJSON(t *testing.T) {
 	got, err := json.Marshal(resp)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"batchItemFailures":[]}`, string(got))
+}
+
+// TestProgrammerErrors: the options name this package in their panics, and
+// Wrap finds a function of another type than the handler's (the engine's
+// rule, tested in internal/batch).
+func TestProgrammerErrors(t *testing.T) {
+	t.Parallel()
+	e := batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock())
+	assert.PanicsWithValue(t, "kinesisbatch: WithRecordKey: nil function", func() { kinesisbatch.WithRecordKey(nil) })
+	assert.PanicsWithValue(t, "kinesisbatch: WithRecordPayloadValidation: nil function", func() { kinesisbatch.WithRecordPayloadValidation(nil) })
+	assert.PanicsWithValue(t, "kinesisbatch: Wrap: the function given to WithKey takes kinesisbatch_test.payment, but the handler takes *kinesisbatch_test.payment", func() {
+		kinesisbatch.Wrap(e, func(context.Context, *payment) error { return nil }, kinesisbatch.WithKey(byPaymentID))
+	})
+	assert.PanicsWithValue(t, "kinesisbatch: WrapRecord: the function given to WithPayloadValidation takes kinesisbatch_test.payment, but the handler takes events.KinesisEventRecord", func() {
+		kinesisbatch.WrapRecord(e, func(context.Context, events.KinesisEventRecord) error { return nil },
+			kinesisbatch.WithPayloadValidation(func(p payment) (any, error) { return p, nil }))
+	})
 }

@@ -23,10 +23,11 @@
 // (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
 // keys), and every front door given that Engine shares them. This package's
 // options are its own: the key, the payload to validate and the parallelism.
-// Their type parameter is the handler's message type, so an option for
-// another type does not compile; WithKey and WithPayloadValidation infer it
-// from their function, the others name it
-// (sqsbatch.WithParallelism[Order](4)).
+// They are plain values (sqsbatch.WithParallelism(4)); WithKey and
+// WithPayloadValidation take a function of the handler's message type, and
+// Wrap panics at start-up when it is another type. The batch sources
+// kinesisbatch, kafkabatch and ddbstreams have the same options under the
+// same names; their rules are documented here, on each option.
 //
 // # What counts as a failure
 //

@@ -79,7 +79,7 @@ func ExampleWrap_fifo() {
 		}
 		fmt.Println("processed", o.OrderID)
 		return nil
-	}, sqsbatch.WithParallelism[Order](4)) // the message type is named: no function to infer it from
+	}, sqsbatch.WithParallelism(4)) // a plain option: it takes no function of the message
 
 	resp, _ := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		fifo("msg-1", "customer-a", `{"orderId":"o-1","cents":100}`),

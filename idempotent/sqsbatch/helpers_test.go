@@ -107,26 +107,6 @@ func (r *recorder) Calls() []string {
 	return slices.Clone(r.calls)
 }
 
-// callsOf returns the calls whose order ID has the given prefix, in order.
-func (r *recorder) callsOf(prefix string) []string {
-	var out []string
-	for _, c := range r.Calls() {
-		if strings.HasPrefix(c, prefix) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (r *recorder) requireNoOverlap(t *testing.T) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for key, n := range r.maxActive {
-		require.LessOrEqual(t, n, 1, "calls for key %q overlapped", key)
-	}
-}
-
 // fakeStore is a MemoryStore whose calls can be replaced to inject faults.
 type fakeStore struct {
 	mem      storage.StepStore

@@ -7,93 +7,87 @@ import (
 )
 
 // An Option configures Wrap and WrapMessage: how a message becomes a key and a
-// payload, and how many messages run at once. Its type parameter is the
-// handler's message type (events.SQSMessage for WrapMessage), so an option
-// for another type does not compile. The core's settings (prefix, expiry,
-// logger, outcome hooks, optional keys, ...) are the idempotent.Engine's,
-// given once to idempotent.New.
+// payload, and how many messages run at once. The core's settings (prefix,
+// expiry, logger, outcome hooks, optional keys, ...) are the
+// idempotent.Engine's, given once to idempotent.New.
 //
-// WithKey and WithPayloadValidation infer the type from their function.
-// The others name it: sqsbatch.WithParallelism[Order](4),
-// sqsbatch.WithMessageKey[Order](byAttribute).
-type Option[T any] func(*options[T])
+// Options are plain values: sqsbatch.WithParallelism(4). WithKey and
+// WithPayloadValidation take a function of the handler's message type (its
+// type argument is inferred from the function); Wrap panics when it is
+// another type than the handler's, a programmer error found at start-up.
+// WithRecordKey and WithRecordPayloadValidation take the events.SQSMessage,
+// for a handler of any type.
+//
+// These options, which kinesisbatch, kafkabatch and ddbstreams share under
+// the same names, are documented here; those packages state only what is
+// their own.
+type Option func(*options)
 
-type options[T any] = batch.Options[events.SQSMessage, T]
+type options = batch.Settings[events.SQSMessage]
+
+const pkg = "sqsbatch"
 
 // WithKey sets the function that derives a message's idempotency key from the
-// decoded message, replacing the default, the SQS message ID. For WrapMessage
-// it takes the events.SQSMessage; to key a typed Wrap on the raw message (its
-// attributes, say) use WithMessageKey.
+// decoded message (the events.SQSMessage for WrapMessage), replacing the
+// default, the SQS message ID; WithRecordKey takes the raw message instead.
+// The last key option given wins.
 //
 // Key on a business identifier, such as an order ID, when the same logical
 // message can arrive under different message IDs: SNS fan-out and producers
 // that retry SendMessage create new messages, and only the message ID of a
-// redelivery stays the same. An error or an empty key makes the message a
-// failure (see the package documentation). A nil function panics.
-func WithKey[T any](key func(T) (string, error)) Option[T] {
-	mustFunc(key == nil, "WithKey")
-	return func(o *options[T]) { o.Key = func(_ *events.SQSMessage, v T) (string, error) { return key(v) } }
+// redelivery stays the same. An error or an empty key (unless
+// idempotent.WithOptionalKey) makes the message a failure, reported to the
+// Engine's outcome hooks as a rejection (idempotent.ErrInvalidKey); a panic
+// fails that message only. A nil function panics; a function of another type
+// than the handler's makes Wrap panic.
+func WithKey[T any](key func(T) (string, error)) Option {
+	return batch.WithKey[events.SQSMessage](pkg, key)
 }
 
-// WithMessageKey is WithKey for a function of the raw SQS message, for a
-// handler of any message type: to key on a message attribute rather than
-// the body, say. Name the handler's message type:
-// sqsbatch.WithMessageKey[Order](byAttribute). A nil function panics.
-func WithMessageKey[T any](key func(events.SQSMessage) (string, error)) Option[T] {
-	mustFunc(key == nil, "WithMessageKey")
-	return func(o *options[T]) { o.Key = func(m *events.SQSMessage, _ T) (string, error) { return key(*m) } }
+// WithRecordKey is WithKey for a function of the raw SQS message, for a
+// handler of any message type: to key on a message attribute rather than the
+// body, say. A nil function panics.
+func WithRecordKey(key func(events.SQSMessage) (string, error)) Option {
+	return batch.WithRecordKey(pkg, key)
 }
 
 // WithPayloadValidation sets the part of a message that must be identical for
 // a duplicate (the same key) to count as already processed; a duplicate whose
 // payload differs is a failure (idempotent.ErrPayloadMismatch) rather than
-// being silently dropped. It takes the decoded message (the events.SQSMessage
-// for WrapMessage; see WithMessagePayloadValidation for the raw message of a
-// typed Wrap); the returned value is hashed as described at
-// idempotent.WithPayloadValidation. A nil function panics.
+// being silently dropped, and an error of the function fails the message
+// (idempotent.ErrInvalidPayload). It takes the decoded message (the
+// events.SQSMessage for WrapMessage); WithRecordPayloadValidation takes the
+// raw message. The returned value is hashed as described at
+// idempotent.WithPayloadValidation. The last payload option given wins. A nil
+// function panics; a function of another type than the handler's makes Wrap
+// panic.
 //
 // The default is the whole decoded message for Wrap (so fields the handler
 // does not decode are ignored) and the raw body for WrapMessage. Narrow it when
 // duplicates legitimately differ, for example to the inner message of an SNS
 // envelope, whose Timestamp and MessageId change when a producer republishes.
-func WithPayloadValidation[T any](payload func(T) (any, error)) Option[T] {
-	mustFunc(payload == nil, "WithPayloadValidation")
-	return func(o *options[T]) {
-		o.Payload = func(_ *events.SQSMessage, v T) (any, error) { return payload(v) }
-		o.NoPayload = false
-	}
+func WithPayloadValidation[T any](payload func(T) (any, error)) Option {
+	return batch.WithPayloadValidation[events.SQSMessage](pkg, payload)
 }
 
-// WithMessagePayloadValidation is WithPayloadValidation for a function of the
-// raw SQS message, for a handler of any message type. Name the handler's
-// message type: sqsbatch.WithMessagePayloadValidation[Order](f). A nil
-// function panics.
-func WithMessagePayloadValidation[T any](payload func(events.SQSMessage) (any, error)) Option[T] {
-	mustFunc(payload == nil, "WithMessagePayloadValidation")
-	return func(o *options[T]) {
-		o.Payload = func(m *events.SQSMessage, _ T) (any, error) { return payload(*m) }
-		o.NoPayload = false
-	}
+// WithRecordPayloadValidation is WithPayloadValidation for a function of the
+// raw SQS message, for a handler of any message type. A nil function panics.
+func WithRecordPayloadValidation(payload func(events.SQSMessage) (any, error)) Option {
+	return batch.WithRecordPayloadValidation(pkg, payload)
 }
 
 // WithoutPayloadValidation turns payload validation off: a message whose key
-// was already processed counts as done whatever its body. Name the handler's
-// message type: sqsbatch.WithoutPayloadValidation[Order]().
-func WithoutPayloadValidation[T any]() Option[T] {
-	return func(o *options[T]) { o.Payload, o.NoPayload = nil, true }
-}
+// was already processed counts as done whatever its body.
+func WithoutPayloadValidation() Option { return batch.WithoutPayloadValidation[events.SQSMessage]() }
 
-// WithParallelism processes up to n messages of a batch at once (default 1).
-// Messages with the same key never run at the same time, and on a FIFO queue
-// the messages of one message group always run one after another, in order;
-// n bounds how many keys (standard queue) or message groups (FIFO) are worked
-// on at once, and with n > 1 the handler must be safe for concurrent use.
-// Values below 1 are raised to 1. Name the handler's message type:
-// sqsbatch.WithParallelism[Order](4).
-func WithParallelism[T any](n int) Option[T] {
-	return func(o *options[T]) { o.Parallelism = max(n, 1) }
-}
-
-// mustFunc panics on a nil function given to an option: a programmer error,
-// found at start-up.
-func mustFunc(isNil bool, option string) { batch.MustFunc(isNil, "sqsbatch", option) }
+// WithParallelism processes up to n lanes of a batch at once (default 1).
+// A lane holds the messages of one key on a standard queue, of one message
+// group on a FIFO queue; its messages run one after another, in batch order,
+// and messages with the same key never run at the same time, in one lane or
+// across lanes. With n > 1 the handler must be safe for concurrent use.
+// Values below 1 are raised to 1.
+//
+// (SQS has no WithContinueOnFailure: on a standard queue a failure stops
+// nothing already, and on a FIFO queue AWS asks that the rest of the group
+// be reported with it.)
+func WithParallelism(n int) Option { return batch.WithParallelism[events.SQSMessage](n) }

@@ -23,8 +23,9 @@ import (
 // *T has a method Validate() error, fails validation, makes its message a
 // failure without affecting the others and without calling handle.
 //
-// Wrap panics if e or handle is nil.
-func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, msg T) error, opts ...Option[T]) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+// Wrap panics if e or handle is nil, or if an option's function takes
+// another type than T (see Option).
+func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, msg T) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: Wrap: nil handler")
 	}
@@ -34,8 +35,9 @@ func Wrap[T any](e *idempotent.Engine, handle func(ctx context.Context, msg T) e
 
 // WrapMessage is Wrap for handlers that take the SQS message itself, for
 // bodies that are not JSON or are decoded by the handler. Its default payload
-// validation compares the raw body.
-func WrapMessage(e *idempotent.Engine, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option[events.SQSMessage]) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+// validation compares the raw body. The functions given to WithKey and
+// WithPayloadValidation take the events.SQSMessage.
+func WrapMessage(e *idempotent.Engine, handle func(ctx context.Context, msg events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if handle == nil {
 		panic("sqsbatch: WrapMessage: nil handler")
 	}
@@ -66,7 +68,7 @@ type batcher[T any] struct {
 	p *batch.Processor[events.SQSMessage, T]
 }
 
-func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option[T]) *batcher[T] {
+func newBatcher[T any](e *idempotent.Engine, wrap string, handle func(context.Context, T) error, decode func(*events.SQSMessage) (T, error), defaultPayload func(*events.SQSMessage, T) (any, error), opts []Option) *batcher[T] {
 	src := batch.Source[events.SQSMessage, T]{
 		Name:    "sqsbatch",
 		Noun:    "message",

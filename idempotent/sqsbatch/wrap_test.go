@@ -4,12 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,16 +21,16 @@ import (
 
 // TestWrapOutcomes runs a batch of one message under test and a neighbour,
 // and checks which are reported as batch item failures and which orders the
-// handler saw. The neighbour must never be affected.
+// handler saw: what is this package's (decoding the body, the default key).
+// The neighbour must never be affected. The engine's outcomes (handler
+// errors and panics, key and payload functions, store answers) are tested
+// once, in internal/batch (TestOutcomes).
 func TestWrapOutcomes(t *testing.T) {
 	t.Parallel()
 	neighbour := msg("n", body("neighbour", 1))
 	tests := []struct {
 		name      string
 		msg       events.SQSMessage
-		fake      func(s *fakeStore)
-		core      []idempotent.Option
-		opts      []sqsbatch.Option[order]
 		wantFail  bool
 		wantCalls []string
 	}{
@@ -50,116 +45,13 @@ func TestWrapOutcomes(t *testing.T) {
 		{name: "JSON string instead of an object", msg: msg("m", `"a"`), wantFail: true, wantCalls: []string{"neighbour"}},
 		{name: "Validate fails", msg: msg("m", body("a", 0)), wantFail: true, wantCalls: []string{"neighbour"}},
 		{name: "unknown fields are ignored", msg: msg("m", `{"orderId":"a","amount":1,"currency":"EUR"}`), wantCalls: []string{"a", "neighbour"}},
-		{
-			name: "key function fails", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option[order]{sqsbatch.WithKey(func(o order) (string, error) {
-				if o.OrderID == "a" {
-					return "", errors.New("no key")
-				}
-				return o.OrderID, nil
-			})},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "key function panics", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option[order]{sqsbatch.WithKey(func(o order) (string, error) {
-				if o.OrderID == "a" {
-					panic("key bug")
-				}
-				return o.OrderID, nil
-			})},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "payload function panics", msg: msg("m", body("a", 1)),
-			opts: []sqsbatch.Option[order]{sqsbatch.WithPayloadValidation(func(o order) (any, error) {
-				if o.OrderID == "a" {
-					panic("payload bug")
-				}
-				return o, nil
-			})},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "empty key", msg: msg("m", body("", 1)),
-			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "empty key with idempotent.WithOptionalKey runs without idempotency", msg: msg("m", body("", 1)),
-			core:      []idempotent.Option{idempotent.WithOptionalKey()},
-			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
-			wantCalls: []string{"", "neighbour"},
-		},
-		{
-			name: "key too long", msg: msg("m", body(strings.Repeat("k", 1024+1), 1)),
-			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
 		{name: "empty message ID", msg: msg("", body("a", 1)), wantFail: true, wantCalls: []string{"neighbour"}},
-		{
-			name: "in progress elsewhere", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(*storage.Record) {}), s.mem)
-			},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "store error on claim", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
-					return storage.ClaimResult{}, errThrottled
-				}, s.mem)
-			},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "corrupt record", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(r *storage.Record) { r.Version = 99 }), s.mem)
-			},
-			wantFail: true, wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "completed without a stored response counts as done", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.claim = onlyFor("m", refuseWith(func(r *storage.Record) {
-					r.Status, r.Data = storage.StatusCompleted, []byte("n")
-				}), s.mem)
-			},
-			wantCalls: []string{"neighbour"},
-		},
-		{
-			name: "handler succeeded but completion failed", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.complete = func(context.Context, storage.Record) error { return errThrottled }
-			},
-			wantCalls: []string{"a", "neighbour"},
-		},
-		{
-			name: "handler succeeded but the lease was lost", msg: msg("m", body("a", 1)),
-			fake: func(s *fakeStore) {
-				s.complete = func(context.Context, storage.Record) error { return storage.ErrLeaseLost }
-			},
-			wantCalls: []string{"a", "neighbour"},
-		},
-		{
-			name: "handler failed and release failed", msg: msg("m", body("fail", 1)),
-			fake: func(s *fakeStore) {
-				s.release = func(context.Context, string, string) error { return errThrottled }
-			},
-			wantFail: true, wantCalls: []string{"fail", "neighbour"},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			store := &fakeStore{mem: idempotent.NewMemoryStore()}
-			if tt.fake != nil {
-				tt.fake(store)
-			}
 			rec := newRecorder()
-			h := sqsbatch.Wrap(newEngine(store, tt.core...), rec.handle, tt.opts...)
+			h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle)
 
 			resp, err := h(context.Background(), batch(tt.msg, neighbour))
 			require.NoError(t, err)
@@ -185,17 +77,18 @@ func onlyFor(id string, claim func(context.Context, storage.Record, time.Time) (
 }
 
 // TestWrapRedelivery runs two batches against one store: the second holds
-// a redelivery or a duplicate of the first's message.
+// a redelivery or a duplicate of the first's message. It checks this
+// package's defaults (the key is the message ID, the payload the decoded
+// message) and that its options reach the engine; the engine's rules of
+// keys and payloads are tested in internal/batch (TestRedelivery).
 func TestWrapRedelivery(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name          string
 		first, second events.SQSMessage
-		opts          []sqsbatch.Option[order]
-		core          []idempotent.Option // the Engine of the second batch
-		firstCore     []idempotent.Option // the Engine of the first batch, when not core
-		wantFail      []string            // of the second batch
-		wantCalls     []string            // over both batches
+		opts          []sqsbatch.Option
+		wantFail      []string // of the second batch
+		wantCalls     []string // over both batches
 	}{
 		{
 			name:  "same message redelivered is replayed",
@@ -210,60 +103,42 @@ func TestWrapRedelivery(t *testing.T) {
 		{
 			name:  "new message ID, same order, is replayed under a key of the body",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 1)),
-			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
+			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
 			wantCalls: []string{"a"},
 		},
 		{
 			name:  "same order with an extra field the handler does not decode is replayed",
 			first: msg("m1", body("a", 1)), second: msg("m2", `{"amount":1,"orderId":"a","traceId":"x"}`),
-			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
+			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
 			wantCalls: []string{"a"},
 		},
 		{
 			name:  "same order with another amount is a payload mismatch",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts:     []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID)},
+			opts:     []sqsbatch.Option{sqsbatch.WithKey(byOrderID)},
+			wantFail: []string{"m2"}, wantCalls: []string{"a"},
+		},
+
+		{
+			name:  "WithRecordPayloadValidation compares the raw body",
+			first: msg("m1", body("a", 1)), second: msg("m2", `{"amount":1,"orderId":"a"}`),
+			opts: []sqsbatch.Option{sqsbatch.WithKey(byOrderID),
+				sqsbatch.WithRecordPayloadValidation(func(m events.SQSMessage) (any, error) { return m.Body, nil })},
 			wantFail: []string{"m2"}, wantCalls: []string{"a"},
 		},
 		{
 			name:  "WithoutPayloadValidation replays whatever the body",
 			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts:      []sqsbatch.Option[order]{sqsbatch.WithKey(byOrderID), sqsbatch.WithoutPayloadValidation[order]()},
+			opts:      []sqsbatch.Option{sqsbatch.WithKey(byOrderID), sqsbatch.WithoutPayloadValidation()},
 			wantCalls: []string{"a"},
 		},
 		{
-			name:  "WithPayloadValidation narrows what must match",
-			first: msg("m1", body("a", 1)), second: msg("m2", body("a", 2)),
-			opts: []sqsbatch.Option[order]{
-				sqsbatch.WithKey(byOrderID),
-				sqsbatch.WithPayloadValidation(func(o order) (any, error) { return o.OrderID, nil }),
-			},
-			wantCalls: []string{"a"},
-		},
-		{
-			name:  "WithMessageKey keys on an attribute",
+			name:  "WithRecordKey keys on an attribute",
 			first: withAttr(msg("m1", body("a", 1)), "k1"), second: withAttr(msg("m2", body("a", 1)), "k1"),
-			opts: []sqsbatch.Option[order]{sqsbatch.WithMessageKey[order](func(m events.SQSMessage) (string, error) {
+			opts: []sqsbatch.Option{sqsbatch.WithRecordKey(func(m events.SQSMessage) (string, error) {
 				return *m.MessageAttributes["idempotencyKey"].StringValue, nil
 			})},
 			wantCalls: []string{"a"},
-		},
-		{
-			name:  "a failed message runs again",
-			first: msg("m1", body("fail", 1)), second: msg("m1", body("fail", 1)),
-			wantFail: []string{"m1"}, wantCalls: []string{"fail", "fail"},
-		},
-		{
-			name:  "a panicked message runs again",
-			first: msg("m1", body("panic", 1)), second: msg("m1", body("panic", 1)),
-			wantFail: []string{"m1"}, wantCalls: []string{"panic", "panic"},
-		},
-		{
-			name:  "another prefix is another namespace",
-			first: msg("m1", body("a", 1)), second: msg("m1", body("a", 1)),
-			firstCore: []idempotent.Option{idempotent.WithPrefix("first")},
-			core:      []idempotent.Option{idempotent.WithPrefix("second")},
-			wantCalls: []string{"a", "a"},
 		},
 	}
 	for _, tt := range tests {
@@ -271,14 +146,10 @@ func TestWrapRedelivery(t *testing.T) {
 			t.Parallel()
 			store := idempotent.NewMemoryStore()
 			rec := newRecorder()
-			firstCore := tt.core
-			if tt.firstCore != nil {
-				firstCore = tt.firstCore
-			}
-			_, err := sqsbatch.Wrap(newEngine(store, firstCore...), rec.handle, tt.opts...)(context.Background(), batch(tt.first))
+			_, err := sqsbatch.Wrap(newEngine(store), rec.handle, tt.opts...)(context.Background(), batch(tt.first))
 			require.NoError(t, err)
 
-			resp, err := sqsbatch.Wrap(newEngine(store, tt.core...), rec.handle, tt.opts...)(context.Background(), batch(tt.second))
+			resp, err := sqsbatch.Wrap(newEngine(store), rec.handle, tt.opts...)(context.Background(), batch(tt.second))
 			require.NoError(t, err)
 			assert.Equal(t, nonNil(tt.wantFail), failedIDs(resp))
 			assert.Equal(t, tt.wantCalls, rec.Calls())
@@ -327,39 +198,6 @@ func TestWrapMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m3", "m4"}, failedIDs(resp))
 	assert.Equal(t, []string{"plain text", "fail"}, bodies)
-}
-
-// TestInBatchDuplicates: messages of one batch with the same key run the
-// handler once, one after another, so the later ones are replays.
-func TestInBatchDuplicates(t *testing.T) {
-	t.Parallel()
-	for _, parallelism := range []int{1, 4} {
-		for _, queue := range []string{"standard", "fifo"} {
-			t.Run(fmt.Sprintf("%s/parallelism=%d", queue, parallelism), func(t *testing.T) {
-				t.Parallel()
-				mk := msg
-				if queue == "fifo" {
-					// Duplicates in different groups: they are only kept
-					// apart by the key lock.
-					mk = func(id, body string) events.SQSMessage { return fifoMsg(id, "g-"+id, body) }
-				}
-				rec := newRecorder()
-				h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), rec.handle,
-					sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](parallelism))
-				var msgs []events.SQSMessage
-				for i, id := range []string{"a", "b", "a", "c", "a", "b", "a"} {
-					msgs = append(msgs, mk(fmt.Sprintf("m%d", i), body(id, 1)))
-				}
-				msgs = append(msgs, mk("m9", body("a", 5))) // same key, another payload
-
-				resp, err := h(context.Background(), batch(msgs...))
-				require.NoError(t, err)
-				assert.Equal(t, []string{"m9"}, failedIDs(resp))
-				assert.ElementsMatch(t, []string{"a", "b", "c"}, rec.Calls())
-				rec.requireNoOverlap(t)
-			})
-		}
-	}
 }
 
 func TestDuplicateMessageIDReportedOnce(t *testing.T) {
@@ -427,14 +265,23 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithKey[order](nil))
 		}, "sqsbatch: WithKey: nil function"},
 		{"nil key function of the SQS message", func() {
-			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithMessageKey[order](nil))
-		}, "sqsbatch: WithMessageKey: nil function"},
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithRecordKey(nil))
+		}, "sqsbatch: WithRecordKey: nil function"},
 		{"nil payload function", func() {
 			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithPayloadValidation[order](nil))
 		}, "sqsbatch: WithPayloadValidation: nil function"},
 		{"nil payload function of the SQS message", func() {
-			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithMessagePayloadValidation[order](nil))
-		}, "sqsbatch: WithMessagePayloadValidation: nil function"},
+			sqsbatch.Wrap(newEngine(store), handle, sqsbatch.WithRecordPayloadValidation(nil))
+		}, "sqsbatch: WithRecordPayloadValidation: nil function"},
+		// The options are plain values: a function of another type than the
+		// handler's is found by Wrap, at start-up.
+		{"key function of another type", func() {
+			sqsbatch.Wrap(newEngine(store), func(context.Context, *order) error { return nil }, sqsbatch.WithKey(byOrderID))
+		}, "sqsbatch: Wrap: the function given to WithKey takes sqsbatch_test.order, but the handler takes *sqsbatch_test.order"},
+		{"payload function of the typed message given to WrapMessage", func() {
+			sqsbatch.WrapMessage(newEngine(store), func(context.Context, events.SQSMessage) error { return nil },
+				sqsbatch.WithPayloadValidation(func(o order) (any, error) { return o.OrderID, nil }))
+		}, "sqsbatch: WrapMessage: the function given to WithPayloadValidation takes sqsbatch_test.order, but the handler takes events.SQSMessage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,28 +292,6 @@ func TestWrapPanicsOnProgrammerErrors(t *testing.T) {
 				assert.Contains(t, r, tt.want)
 			}()
 			tt.wrap()
-		})
-	}
-}
-
-// TestOptionsOfAnotherTypeDoNotCompile: an option whose function takes
-// another message type than the handler's fails to compile, rather than
-// panicking at start-up.
-func TestOptionsOfAnotherTypeDoNotCompile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds programs with the go command")
-	}
-	tests := []struct{ prog, want string }{
-		{"key", "does not match"}, // Wrap infers two message types
-		{"payload", "cannot use"}, // WrapMessage's type is fixed
-	}
-	for _, tt := range tests {
-		t.Run(tt.prog, func(t *testing.T) {
-			t.Parallel()
-			out, err := exec.Command("go", "build", "-o", os.DevNull, "./testdata/mismatch/"+tt.prog).CombinedOutput()
-			require.Error(t, err, "a mismatched %s function compiled", tt.prog)
-			assert.Contains(t, string(out), tt.want, "it fails for the mismatch, not for anything else: %s", out)
-			assert.Contains(t, string(out), "sqsbatch.Option[order]", "the option of the other type is named: %s", out)
 		})
 	}
 }
@@ -492,7 +317,7 @@ func TestLogsNeverHoldBodiesOrKeys(t *testing.T) {
 		}
 		return nil
 	}
-	h := sqsbatch.Wrap(newEngine(store, idempotent.WithLogger(logger)), handle, sqsbatch.WithParallelism[event](3),
+	h := sqsbatch.Wrap(newEngine(store, idempotent.WithLogger(logger)), handle, sqsbatch.WithParallelism(3),
 		sqsbatch.WithKey(func(e event) (string, error) { return e.Account, nil }))
 	ok := `{"account":"` + secretKey + `","note":"` + secretBody + `","at":"2025-01-02T03:04:05Z"}`
 	msgs := []events.SQSMessage{
@@ -605,137 +430,4 @@ func TestOutcomeHookCountsEveryMessage(t *testing.T) {
 	assert.Equal(t, "poison", resp.BatchItemFailures[0].ItemIdentifier)
 	assert.Equal(t, map[string]idempotent.Outcome{"good": idempotent.OutcomeExecuted, "poison": idempotent.OutcomeRejected}, byMsg)
 	assert.ErrorIs(t, rejectedErr, idempotent.ErrInvalidPayload)
-}
-
-// An outcome hook that panics, even when told of a message rejected before
-// the core (an undecodable body), fails that message only: not its
-// neighbours, not the batch, and not the process when lanes run in parallel.
-func TestOutcomeHookPanicFailsOnlyItsMessage(t *testing.T) {
-	for _, parallelism := range []int{1, 4} {
-		t.Run(fmt.Sprintf("parallelism %d", parallelism), func(t *testing.T) {
-			rec := newRecorder()
-			e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
-				if ev.Outcome == idempotent.OutcomeRejected {
-					panic("hook bug")
-				}
-			}))
-			h := sqsbatch.Wrap(e, rec.handle, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](parallelism))
-			var resp events.SQSEventResponse
-			var err error
-			require.NotPanics(t, func() {
-				resp, err = h(context.Background(), batch(msg("m1", body("o1", 5)), msg("m2", "not json"), msg("m3", body("o3", 1))))
-			})
-			require.NoError(t, err)
-			assert.Equal(t, []string{"m2"}, failedIDs(resp))
-			assert.ElementsMatch(t, []string{"o1", "o3"}, rec.Calls())
-		})
-	}
-}
-
-// A handler that panics with an error: the outcome hook can match it.
-func TestHandlerPanicWithAnErrorIsMatchable(t *testing.T) {
-	sentinel := errors.New("sentinel")
-	var got error
-	e := newEngine(idempotent.NewMemoryStore(), idempotent.WithOutcomeHook(func(_ context.Context, ev idempotent.Event) {
-		if ev.Outcome == idempotent.OutcomeHandlerError {
-			got = ev.Err
-		}
-	}))
-	h := sqsbatch.Wrap(e, func(context.Context, order) error { panic(sentinel) }, sqsbatch.WithKey(byOrderID))
-	resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"m1"}, failedIDs(resp))
-	require.Error(t, got)
-	assert.ErrorIs(t, got, sentinel)
-}
-
-// A duplicate in the batch of a message whose handler succeeded but whose
-// completion failed finds the record still in progress (under this
-// invocation's own lease). It is done, not failed: its redelivery would take
-// the record over after the lease and run the handler a second time.
-func TestDuplicateAfterFailedCompletion(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fifo %v", fifo), func(t *testing.T) {
-			rec := newRecorder()
-			mem := idempotent.NewMemoryStore()
-			var completes int
-			store := &fakeStore{mem: mem, complete: func(ctx context.Context, r storage.Record) error {
-				completes++
-				if completes == 1 {
-					return errThrottled
-				}
-				return mem.Complete(ctx, r)
-			}}
-			h := sqsbatch.Wrap(newEngine(store), rec.handle, sqsbatch.WithKey(byOrderID))
-			// m4 reuses o1's key with another payload: still refused.
-			ev := batch(msg("m1", body("o1", 5)), msg("m2", body("o1", 5)), msg("m3", body("o3", 1)), msg("m4", body("o1", 6)))
-			if fifo {
-				ev = batch(fifoMsg("m1", "g1", body("o1", 5)), fifoMsg("m2", "g2", body("o1", 5)),
-					fifoMsg("m3", "g1", body("o3", 1)), fifoMsg("m4", "g3", body("o1", 6)))
-			}
-			resp, err := h(context.Background(), ev)
-			require.NoError(t, err)
-			assert.Equal(t, []string{"m4"}, failedIDs(resp))
-			assert.Equal(t, []string{"o1", "o3"}, rec.Calls(), "o1 ran once")
-		})
-	}
-}
-
-// A message that only replayed its key does not make a later in-batch
-// duplicate "done" when that one finds the key in progress: the handler did
-// not run in this batch, so the duplicate fails and is redelivered.
-func TestReplayDoesNotMarkKeyDone(t *testing.T) {
-	rec := newRecorder()
-	mem := idempotent.NewMemoryStore()
-	var claims int
-	store := &fakeStore{mem: mem, claim: func(ctx context.Context, r storage.Record, now time.Time) (storage.ClaimResult, error) {
-		claims++
-		if m, _ := sqsbatch.MessageFromContext(ctx); m.MessageId == "m2" {
-			// Another invocation holds the key now (the record expired and was
-			// claimed again in between).
-			return refuseWith(func(*storage.Record) {})(ctx, r, now)
-		}
-		return mem.Claim(ctx, r, now)
-	}}
-	h := sqsbatch.Wrap(newEngine(store), rec.handle, sqsbatch.WithKey(byOrderID))
-	_, err := h(context.Background(), batch(msg("m0", body("o1", 5)))) // completes o1
-	require.NoError(t, err)
-
-	resp, err := h(context.Background(), batch(msg("m1", body("o1", 5)), msg("m2", body("o1", 5))))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"m2"}, failedIDs(resp), "m1 replayed; m2 found o1 in progress elsewhere")
-	assert.Equal(t, []string{"o1"}, rec.Calls())
-}
-
-// runtime.Goexit in a handler ends its lane's goroutine (with parallel
-// lanes, one of ours): the message and the rest of its lane are reported
-// failed, to be redelivered, never silently deleted; other lanes finish.
-func TestGoexitInHandlerLosesNoMessage(t *testing.T) {
-	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(_ context.Context, o order) error {
-		if o.OrderID == "exit" {
-			runtime.Goexit()
-		}
-		return nil
-	}, sqsbatch.WithKey(byOrderID), sqsbatch.WithParallelism[order](3))
-	ev := batch(fifoMsg("m1", "g1", body("exit", 1)), fifoMsg("m2", "g1", body("after", 1)), fifoMsg("m3", "g2", body("ok", 1)))
-	resp, err := h(context.Background(), ev)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"m1", "m2"}, failedIDs(resp))
-}
-
-// A handler error is a failure whatever it wraps, even ErrResponseNotStored
-// (from a nested idempotent call, say): the message is redelivered, not
-// deleted as if its key were done.
-func TestHandlerErrorWrappingResponseNotStoredFails(t *testing.T) {
-	runs := 0
-	h := sqsbatch.Wrap(newEngine(idempotent.NewMemoryStore()), func(context.Context, order) error {
-		runs++
-		return fmt.Errorf("charge: %w", idempotent.ErrResponseNotStored)
-	}, sqsbatch.WithKey(byOrderID))
-	for range 2 {
-		resp, err := h(context.Background(), batch(msg("m1", body("o1", 5))))
-		require.NoError(t, err)
-		assert.Equal(t, []string{"m1"}, failedIDs(resp))
-	}
-	assert.Equal(t, 2, runs, "released: the redelivery runs it again")
 }

@@ -49,17 +49,19 @@ type Processor[R, T any] struct {
 	parallelism int
 }
 
-// New returns the Processor of src over e, configured by o. wrap names the
-// calling function in the panic on a nil Engine.
-func New[R, T any](e *idempotent.Engine, wrap string, src Source[R, T], o Options[R, T]) *Processor[R, T] {
+// New returns the Processor of src over e, configured by s. wrap names the
+// calling function in its panics: on a nil Engine, and on a key or payload
+// function of another type than T (see Settings).
+func New[R, T any](e *idempotent.Engine, wrap string, src Source[R, T], s Settings[R]) *Processor[R, T] {
 	if e == nil {
 		panic(src.Name + ": " + wrap + ": nil Engine")
 	}
-	p := &Processor[R, T]{engine: e, src: src, key: o.Key, payload: o.Payload, parallelism: max(o.Parallelism, 1)}
+	p := &Processor[R, T]{engine: e, src: src, key: keyFunc[R, T](&s, src.Name, wrap),
+		payload: payloadFunc[R, T](&s, src.Name, wrap), parallelism: s.Parallelism()}
 	if p.key == nil {
 		p.key = src.Key
 	}
-	if p.payload == nil && !o.NoPayload {
+	if p.payload == nil && !s.noPayload {
 		p.payload = src.Payload
 	}
 	return p

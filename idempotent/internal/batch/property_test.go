@@ -92,7 +92,7 @@ func TestCheckpointProperty(t *testing.T) {
 			Key:     func(r *rec, _ rec) (string, error) { return r.Key, nil },
 			Attrs:   func(r *rec) []slog.Attr { return []slog.Attr{slog.Int("id", r.ID)} },
 			Context: func(ctx context.Context, _ *rec) context.Context { return ctx },
-		}, batch.Options[rec, rec]{Parallelism: parallelism, Continue: !stop})
+		}, settings(batch.WithParallelism[rec](parallelism), continueIf(!stop)))
 		laneOf := func(rs []rec) func(i int, _ string) string {
 			return func(i int, _ string) string {
 				if byKey {
@@ -158,6 +158,17 @@ func TestCheckpointProperty(t *testing.T) {
 			require.Equal(t, 1, w.succeeded[r.Key], "successful handler calls of key %s", r.Key)
 		}
 	})
+}
+
+// settings are the Settings made by opts, as a source's Wrap makes them.
+func settings(opts ...func(*batch.Settings[rec])) batch.Settings[rec] { return batch.Apply(opts) }
+
+// continueIf is WithContinueOnFailure when cont, else no option.
+func continueIf(cont bool) func(*batch.Settings[rec]) {
+	if cont {
+		return batch.WithContinueOnFailure[rec]()
+	}
+	return func(*batch.Settings[rec]) {}
 }
 
 // TestNotDone: what a queue source reports.
