@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/idemkit/idemkit/idempotent/dynamostore"
 )
 
 // §8: what idempotency costs the user in DynamoDB capacity. Each driver (the
@@ -203,85 +205,11 @@ func (p price) perMillion(u unitsPerInv) float64 {
 	return u.writeTotal()*p.WritePerMillion + u.Read*p.ReadPerMillion
 }
 
-// itemSize is an item's size in bytes as DynamoDB counts it for capacity
-// (Developer Guide, "Item sizes and formats"): each attribute's name plus its
-// value; a string or binary value its length, a number about one byte per
-// two significant digits plus one, a boolean or null one byte, a map or list
-// 3 bytes plus its elements (and a map's names) plus one byte each. The
-// number rule is documented as approximate; the harness uses it only to
-// explain the units DynamoDB reported, never instead of them.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for name, e := range v.Value {
-			n += len(name) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize is the documented approximation for a number: one byte per two
-// significant digits (leading and trailing zeros trimmed) plus one.
-func numberSize(s string) int {
-	s = strings.TrimLeft(s, "+-")
-	if m, _, ok := strings.Cut(strings.ToLower(s), "e"); ok {
-		s = m
-	}
-	s = strings.Replace(s, ".", "", 1)
-	s = strings.Trim(s, "0")
-	if s == "" {
-		return 1 // zero
-	}
-	return (len(s)+1)/2 + 1
-}
-
 // storedItems describes the records a run left in its table.
 type storedItems struct {
 	Count                    int
 	UnitsMin, UnitsMax       float64 // write units of one item, as DynamoDB Local reported deleting it
-	BytesMin, BytesMax       int     // itemSize
+	BytesMin, BytesMax       int     // dynamostore.ItemSize, DynamoDB's rule: it explains the units reported, never replaces them
 	Attributes               []string
 	AttrBytes                map[string]int // the most bytes an attribute took in one record (name and value)
 	Unreported, DeleteFailed int
@@ -340,9 +268,9 @@ func measureStored(ctx context.Context, client *dynamodb.Client, table string, c
 			continue
 		}
 		for a, v := range it {
-			s.AttrBytes[a] = max(s.AttrBytes[a], len(a)+valueSize(v))
+			s.AttrBytes[a] = max(s.AttrBytes[a], dynamostore.ItemSize(map[string]types.AttributeValue{a: v}))
 		}
-		b := itemSize(it)
+		b := dynamostore.ItemSize(it)
 		if units[i] < 0 {
 			s.Unreported++
 			continue

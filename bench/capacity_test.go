@@ -77,39 +77,8 @@ func TestPricePerMillion(t *testing.T) {
 	}
 }
 
-func TestNumberSize(t *testing.T) {
-	for _, c := range []struct {
-		n    string
-		want int
-	}{
-		{"0", 1},
-		{"1", 2},
-		{"12", 2},
-		{"123", 3},
-		{"1700000000", 2},    // trailing zeros trimmed: "17"
-		{"1763798400123", 8}, // 13 significant digits
-		{"-0.0012", 2},       // sign, point and leading zeros do not count: "12"
-		{"1.5E+3", 2},
-	} {
-		if got := numberSize(c.n); got != c.want {
-			t.Errorf("numberSize(%q) = %d, want %d", c.n, got, c.want)
-		}
-	}
-}
-
-func TestItemSize(t *testing.T) {
-	item := map[string]types.AttributeValue{
-		"id":         &types.AttributeValueMemberS{Value: "abc"},                                                                          // 2 + 3
-		"data":       &types.AttributeValueMemberB{Value: []byte("pxyz")},                                                                 // 4 + 4
-		"expiration": &types.AttributeValueMemberN{Value: "1763798400"},                                                                   // 10 + 5
-		"flag":       &types.AttributeValueMemberBOOL{Value: true},                                                                        // 4 + 1
-		"m":          &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}}, // 1 + 3 + (1+1+1)
-		"l":          &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberNULL{Value: true}}},           // 1 + 3 + (1+1)
-	}
-	if got, want := itemSize(item), 5+8+15+5+7+6; got != want {
-		t.Errorf("itemSize = %d, want %d", got, want)
-	}
-}
+// DynamoDB's item size rule, which measureStored uses, is tested with it in
+// dynamostore (size_test.go).
 
 func TestCapacityRun(t *testing.T) {
 	r := capacityRun{

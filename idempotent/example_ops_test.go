@@ -7,6 +7,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -55,4 +56,41 @@ func ExampleWithLogger() {
 	// {"level":"DEBUG","msg":"idempotent: executed","outcome":"executed","record_id":"orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98","handler_ran":true,"duration":0}
 	// {"level":"DEBUG","msg":"idempotent: replayed","outcome":"replayed","record_id":"orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98","handler_ran":false,"duration":0}
 	// {"level":"ERROR","msg":"idempotent: store_error","outcome":"store_error","record_id":"orders#feb919febf70a67a9632f601adf190ca65b2fcfaf97ff4d3eff9a72a1815b446","handler_ran":false,"duration":0,"error":"idempotent: store failed: claim: ThrottlingException: rate exceeded"}
+}
+
+// A tool of an operator's reads, lists and deletes records through
+// storage.AdminStore, which every store of the module implements (here the
+// in-memory one; the idemkit command does the same on DynamoDB, Redis and
+// PostgreSQL). Delete is conditioned on the record as read: deleting it
+// lets its key run again.
+func Example_adminStore() {
+	ctx := context.Background()
+	store := idempotent.NewMemoryStore()
+	clock := idempotent.WithClock(func() time.Time { return time.Unix(1_800_000_000, 0) })
+	key := idempotent.WithKey(func(id string) (string, error) { return id, nil })
+	echo := func(ctx context.Context, id string) (string, error) { return id, nil }
+	h := idempotent.Wrap(idempotent.New(store, clock, idempotent.WithPrefix("orders")), echo, key)
+	_, _ = h(ctx, "order-1")
+
+	admin := store.(storage.AdminStore)
+	var found []storage.Record
+	err := admin.Scan(ctx, storage.ScanOptions{IDPrefix: "orders#"}, func(rec storage.Record, err error) bool {
+		if err == nil {
+			found = append(found, rec)
+		}
+		return true
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, rec := range found {
+		fmt.Println(rec.ID, rec.Status)
+		fmt.Println("delete:", admin.Delete(ctx, rec))
+	}
+	_, err = admin.Get(ctx, found[0].ID)
+	fmt.Println("gone:", errors.Is(err, storage.ErrNotFound))
+	// Output:
+	// orders#b997ed497057a39ed373568f77d34c5c284b0b2722179d1f949fbba6b5ec9e98 COMPLETED
+	// delete: <nil>
+	// gone: true
 }

@@ -1,8 +1,12 @@
 package idempotent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,11 +22,15 @@ type memoryStore struct {
 	records map[string]*storage.Record
 }
 
-var _ storage.StepStore = (*memoryStore)(nil)
+var (
+	_ storage.StepStore  = (*memoryStore)(nil)
+	_ storage.AdminStore = (*memoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty store held in process memory, with the
 // same semantics as the DynamoDB store (steps included: it is a
-// storage.StepStore), for unit tests, demos and single-process use. It
+// storage.StepStore, and a storage.AdminStore for tools' tests), for unit
+// tests, demos and single-process use. It
 // refuses records past storage.DefaultMaxItemBytes, as DynamoDB does. Records
 // are lost when the process ends. It is safe for concurrent use.
 func NewMemoryStore() storage.StepStore { return &memoryStore{} }
@@ -206,4 +214,73 @@ func cloneValue(r storage.Record) storage.Record {
 func cloneRecord(r *storage.Record) *storage.Record {
 	c := cloneValue(*r)
 	return &c
+}
+
+// Get implements storage.AdminStore.
+func (s *memoryStore) Get(ctx context.Context, id string) (storage.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[id]
+	if !ok {
+		return storage.Record{}, fmt.Errorf("memory store: get %s: %w", id, storage.ErrNotFound)
+	}
+	return cloneValue(*rec), nil
+}
+
+// Delete implements storage.AdminStore: every field is compared.
+func (s *memoryStore) Delete(ctx context.Context, rec storage.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	normalizeTimes(&rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.records[rec.ID]
+	switch {
+	case !ok:
+		return fmt.Errorf("memory store: delete %s: %w: %w", rec.ID, storage.ErrChanged, storage.ErrNotFound)
+	case !sameAsRead(old, &rec):
+		return fmt.Errorf("memory store: delete %s: %w", rec.ID, storage.ErrChanged)
+	}
+	delete(s.records, rec.ID)
+	return nil
+}
+
+// sameAsRead reports whether the stored record a is still b as read.
+func sameAsRead(a, b *storage.Record) bool {
+	return a.Status == b.Status && a.ExpiresAt.Equal(b.ExpiresAt) && a.LeaseExpiresAt.Equal(b.LeaseExpiresAt) &&
+		a.Lease == b.Lease && a.Fingerprint == b.Fingerprint && bytes.Equal(a.Data, b.Data) && a.Version == b.Version &&
+		a.Suspended == b.Suspended && slices.EqualFunc(a.Steps, b.Steps, func(x, y storage.Step) bool {
+		return x.Name == y.Name && bytes.Equal(x.Data, y.Data)
+	})
+}
+
+// Scan implements storage.AdminStore: one page, in id order, of the
+// records stored when it starts.
+func (s *memoryStore) Scan(ctx context.Context, opts storage.ScanOptions, fn func(storage.Record, error) bool) error {
+	s.mu.Lock()
+	var recs []storage.Record
+	scanned := int64(len(s.records))
+	for _, id := range slices.Sorted(maps.Keys(s.records)) {
+		r := s.records[id]
+		if strings.HasPrefix(id, opts.IDPrefix) && (opts.Status == "" || r.Status == opts.Status) {
+			recs = append(recs, cloneValue(*r))
+		}
+	}
+	s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if opts.Progress != nil {
+		opts.Progress(storage.ScanProgress{Pages: 1, Scanned: scanned, Matched: int64(len(recs))})
+	}
+	for _, r := range recs {
+		if !fn(r, nil) {
+			return nil
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,52 +15,16 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// The operator methods below (Get, Delete, Scan) serve tools such as the
-// idemkit command, not the wrapper: they are never on an invocation's path,
-// so they build their expressions per call.
+// The methods below make the Store a storage.AdminStore, for tools such as
+// the idemkit command, not the wrapper: they are never on an invocation's
+// path, so they build their expressions per call.
 
-// Errors of the operator methods. Match them with errors.Is.
-var (
-	// ErrNotFound: no item holds the record id (it never existed, was
-	// released, forgotten, or deleted by TTL).
-	ErrNotFound = errors.New("dynamostore: no record with this id")
+var _ storage.AdminStore = (*Store)(nil)
 
-	// ErrChanged: Delete found the record changed since it was read (a
-	// completion, a takeover, a new claim, or it is gone); nothing was
-	// deleted. Read it again before deciding.
-	ErrChanged = errors.New("dynamostore: record changed since it was read")
-)
-
-// CorruptError reports an item that does not decode as a record: damaged,
-// of a foreign layout, or written by another tool. It wraps
-// storage.ErrCorruptRecord; Item holds the item's attributes as stored, so
-// they can be shown. Nothing here ever rewrites such an item.
-type CorruptError struct {
-	// ID is the record id the item is stored under (empty when even that
-	// cannot be read).
-	ID string
-	// Item is the raw item.
-	Item map[string]types.AttributeValue
-	// Err says what is wrong; it wraps storage.ErrCorruptRecord.
-	Err error
-}
-
-// Error names the record and what is wrong with it.
-func (e *CorruptError) Error() string {
-	if e.ID == "" {
-		return e.Err.Error()
-	}
-	return fmt.Sprintf("record %s: %v", e.ID, e.Err)
-}
-
-// Unwrap returns Err, which wraps storage.ErrCorruptRecord.
-func (e *CorruptError) Unwrap() error { return e.Err }
-
-// Get reads the record id with one consistent GetItem. It returns an error
-// wrapping ErrNotFound when there is no such item, and a *CorruptError
-// (wrapping storage.ErrCorruptRecord) when the item does not decode. An
-// expired record that TTL has not yet deleted is returned as stored: see
-// storage.Record.Expired.
+// Get reads the record id with one consistent GetItem, as
+// storage.AdminStore says. A *storage.CorruptRecordError shows the item's
+// attributes as "TYPE value" (S "x", N 1, B (3 bytes), ...). An expired
+// record that TTL has not yet deleted is returned as stored.
 func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      s.table,
@@ -70,23 +35,54 @@ func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 		return storage.Record{}, fmt.Errorf("dynamostore: get: %w", err)
 	}
 	if len(out.Item) == 0 {
-		return storage.Record{}, fmt.Errorf("dynamostore: get %s: %w", id, ErrNotFound)
+		return storage.Record{}, fmt.Errorf("dynamostore: get %s: %w", id, storage.ErrNotFound)
 	}
 	return s.decodeAdmin(out.Item)
 }
 
-// decodeAdmin decodes item, reporting failure as a *CorruptError.
+// decodeAdmin decodes item, reporting failure as a
+// *storage.CorruptRecordError.
 func (s *Store) decodeAdmin(item map[string]types.AttributeValue) (storage.Record, error) {
 	rec, err := s.decode(item)
 	if err != nil {
-		id, _ := item[s.idAttr()].(*types.AttributeValueMemberS)
-		ce := &CorruptError{Item: item, Err: err}
-		if id != nil {
+		ce := &storage.CorruptRecordError{Fields: make(map[string]string, len(item)), Err: err}
+		if id, ok := item[s.idAttr()].(*types.AttributeValueMemberS); ok {
 			ce.ID = id.Value
+		}
+		for k, v := range item {
+			ce.Fields[k] = renderAttr(v)
 		}
 		return storage.Record{}, ce
 	}
 	return rec, nil
+}
+
+// renderAttr shows an attribute value as TYPE value, for
+// storage.CorruptRecordError.Fields.
+func renderAttr(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("S %q", v.Value)
+	case *types.AttributeValueMemberN:
+		return "N " + v.Value
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("B (%d bytes)", len(v.Value))
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprintf("BOOL %t", v.Value)
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return fmt.Sprintf("M (%d entries)", len(v.Value))
+	case *types.AttributeValueMemberL:
+		return fmt.Sprintf("L (%d elements)", len(v.Value))
+	case *types.AttributeValueMemberSS:
+		return fmt.Sprintf("SS %q", v.Value)
+	case *types.AttributeValueMemberNS:
+		return fmt.Sprintf("NS %v", v.Value)
+	case *types.AttributeValueMemberBS:
+		return fmt.Sprintf("BS (%d elements)", len(v.Value))
+	}
+	return fmt.Sprintf("%T", av)
 }
 
 // idAttr is the attribute holding the record id.
@@ -97,15 +93,12 @@ func (s *Store) idAttr() string {
 	return s.opts.KeyAttr
 }
 
-// Delete deletes the record rec.ID with one DeleteItem conditioned on the
-// record still being exactly as rec describes it (as Get returned it):
-// status, lease, lease end, expiry, fingerprint, version and whether it is
-// suspended. A record that changed meanwhile (completed, taken over,
-// suspended, claimed anew, or gone) is left alone and the error wraps
-// ErrChanged (and ErrNotFound as well when it is gone). A failed condition
-// tells a gone record from a changed one by the item DynamoDB returns with
-// it; when a server returns none, one consistent GetItem tells them apart. Deleting a live INPROGRESS record lets a duplicate run the handler
-// while its owner may still be running: the caller decides that, not Delete.
+// Delete deletes the record rec.ID as storage.AdminStore says, with one
+// DeleteItem conditioned on status, lease, lease end, expiry, fingerprint,
+// version, suspension and the number of steps (steps are only ever
+// appended to a record under one lease, so a new one shows in the count). A
+// failed condition tells a gone record from a changed one by the item DynamoDB returns with it; when
+// a server returns none, one consistent GetItem tells them apart.
 func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	o := &s.opts
 	cond := expression.AttributeExists(name(s.idAttr())).
@@ -126,6 +119,12 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 		cond = cond.And(expression.AttributeNotExists(name(o.VersionAttr)))
 	} else {
 		cond = cond.And(expression.Equal(name(o.VersionAttr), expression.Value(numberValue(int64(rec.Version)))))
+	}
+	if len(rec.Steps) == 0 {
+		cond = cond.And(expression.AttributeNotExists(name(o.StepsAttr)).Or(
+			expression.Equal(expression.Size(name(o.StepsAttr)), expression.Value(numberValue(0)))))
+	} else {
+		cond = cond.And(expression.Equal(expression.Size(name(o.StepsAttr)), expression.Value(numberValue(int64(len(rec.Steps))))))
 	}
 	if rec.Suspended {
 		cond = cond.And(expression.Equal(name(o.SuspendedAttr), expression.Value(suspendedValue)))
@@ -153,14 +152,14 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	case errors.As(err, &ccf):
 		item, err := s.refusingItem(ctx, "delete", rec.ID, ccf)
 		if err != nil {
-			return fmt.Errorf("dynamostore: delete %s: %w (%w)", rec.ID, ErrChanged, err)
+			return fmt.Errorf("dynamostore: delete %s: %w (%w)", rec.ID, storage.ErrChanged, err)
 		}
 		if len(item) == 0 {
 			// attribute_exists failed: the item is gone (ALL_OLD returns
 			// whatever stands, so an empty item means none).
-			return fmt.Errorf("dynamostore: delete %s: %w: %w", rec.ID, ErrChanged, ErrNotFound)
+			return fmt.Errorf("dynamostore: delete %s: %w: %w", rec.ID, storage.ErrChanged, storage.ErrNotFound)
 		}
-		return fmt.Errorf("dynamostore: delete %s: %w", rec.ID, ErrChanged)
+		return fmt.Errorf("dynamostore: delete %s: %w", rec.ID, storage.ErrChanged)
 	default:
 		return fmt.Errorf("dynamostore: delete: %w", err)
 	}
@@ -172,61 +171,50 @@ func numberValue(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
-// ScanOptions bounds and filters a Scan.
-type ScanOptions struct {
-	// Status, when set, keeps only records of that status. The filter is
-	// applied by DynamoDB after reading: it saves transfer, not read capacity.
-	Status storage.Status
-
-	// PageSize is the number of items each request reads (the request's
-	// Limit); zero or less leaves it to DynamoDB (pages of up to 1 MB).
-	PageSize int32
-
-	// Progress, when set, is called after each page.
-	Progress func(ScanProgress)
-}
-
-// ScanProgress is how far a Scan has come.
-type ScanProgress struct {
-	// Pages is the number of requests made.
-	Pages int
-	// Scanned is the number of items read (and paid for), before filtering.
-	Scanned int64
-	// Matched is the number of items passed to the callback.
-	Matched int64
-	// ReadUnits is the read capacity consumed so far, as DynamoDB reports it
-	// (zero if it does not).
-	ReadUnits float64
-}
-
 // ScanClient is what Scan needs beyond Client: *dynamodb.Client has both.
 type ScanClient interface {
 	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// Scan passes every record of the table (or, with Options.SortKeyAttr, of
-// the Store's partition) to fn, page by page, until the table is read, fn
-// returns false, or ctx ends. An item that does not decode is passed with a
-// *CorruptError and a zero Record. In the composite key layout this is a
-// Query of the one partition the Store uses; otherwise it is a Scan of the
-// whole table, which reads (and is billed for) every item: half a read unit
-// per 4 KB with eventually consistent reads, whatever Status filters out.
+// Scan passes the records opts selects to fn, as storage.AdminStore says,
+// page by page (Options.ScanPageSize items a request). In the composite key
+// layout it is a Query of the one partition the Store uses, and
+// opts.IDPrefix narrows the sort key's range (only those items are read);
+// otherwise it is a Scan of the whole table, which reads (and is billed
+// for) every item: half a read unit per 4 KB with eventually consistent
+// reads, whatever opts filters out on the server. ScanReadUnits adds up
+// what it consumed. Scanned counts the items read, Matched those passed.
 // The store's client must implement ScanClient.
-func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Record, error) bool) error {
+func (s *Store) Scan(ctx context.Context, opts storage.ScanOptions, fn func(storage.Record, error) bool) error {
 	sc, ok := s.client.(ScanClient)
 	if !ok {
 		return fmt.Errorf("dynamostore: scan: the client (%T) has no Scan and Query methods", s.client)
 	}
-	b := expression.NewBuilder()
+	composite := s.opts.SortKeyAttr != ""
+	var filters []expression.ConditionBuilder
 	if opts.Status != "" {
-		b = b.WithFilter(expression.Equal(name(s.opts.StatusAttr), expression.Value(string(opts.Status))))
+		filters = append(filters, expression.Equal(name(s.opts.StatusAttr), expression.Value(string(opts.Status))))
 	}
-	if s.opts.SortKeyAttr != "" {
-		b = b.WithKeyCondition(expression.KeyEqual(expression.Key(s.opts.KeyAttr), expression.Value(s.opts.StaticPartitionKey)))
+	if opts.IDPrefix != "" && !composite {
+		filters = append(filters, expression.BeginsWith(name(s.opts.KeyAttr), opts.IDPrefix))
+	}
+	b := expression.NewBuilder()
+	switch len(filters) {
+	case 1:
+		b = b.WithFilter(filters[0])
+	case 2:
+		b = b.WithFilter(filters[0].And(filters[1]))
+	}
+	if composite {
+		key := expression.KeyEqual(expression.Key(s.opts.KeyAttr), expression.Value(s.opts.StaticPartitionKey))
+		if opts.IDPrefix != "" {
+			key = key.And(expression.KeyBeginsWith(expression.Key(s.opts.SortKeyAttr), opts.IDPrefix))
+		}
+		b = b.WithKeyCondition(key)
 	}
 	var e *expression.Expression
-	if opts.Status != "" || s.opts.SortKeyAttr != "" {
+	if len(filters) > 0 || composite {
 		built, err := b.Build()
 		if err != nil {
 			return fmt.Errorf("dynamostore: scan: build expression: %w", err)
@@ -234,16 +222,16 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 		e = &built
 	}
 	var limit *int32
-	if opts.PageSize > 0 {
-		limit = aws.Int32(opts.PageSize)
+	if s.opts.ScanPageSize > 0 {
+		limit = aws.Int32(s.opts.ScanPageSize)
 	}
-	var p ScanProgress
+	var p storage.ScanProgress
 	var start map[string]types.AttributeValue
 	for {
 		var items []map[string]types.AttributeValue
 		var scanned int32
 		var used *types.ConsumedCapacity
-		if s.opts.SortKeyAttr != "" {
+		if composite {
 			out, err := sc.Query(ctx, &dynamodb.QueryInput{
 				TableName: s.table, KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
 				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
@@ -268,7 +256,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 		p.Pages++
 		p.Scanned += int64(scanned)
 		if used != nil && used.CapacityUnits != nil {
-			p.ReadUnits += *used.CapacityUnits
+			s.addReadUnits(*used.CapacityUnits)
 		}
 		for _, item := range items {
 			p.Matched++
@@ -287,9 +275,26 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 	}
 }
 
-func report(progress func(ScanProgress), p ScanProgress) {
+func report(progress func(storage.ScanProgress), p storage.ScanProgress) {
 	if progress != nil {
 		progress(p)
+	}
+}
+
+// ScanReadUnits is the read capacity the Store's Scans have consumed since
+// New, as DynamoDB reported it (zero where it does not): what a Scan costs,
+// which storage.ScanProgress, shared by every store, does not hold. Read it
+// before and after a Scan for that Scan's.
+func (s *Store) ScanReadUnits() float64 {
+	return math.Float64frombits(s.readUnits.Load())
+}
+
+func (s *Store) addReadUnits(u float64) {
+	for {
+		old := s.readUnits.Load()
+		if s.readUnits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+u)) {
+			return
+		}
 	}
 }
 

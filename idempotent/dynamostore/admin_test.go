@@ -15,78 +15,10 @@ import (
 	"github.com/idemkit/idemkit/internal/localddb/localddbtest"
 )
 
-func TestLocalAdminGetDelete(t *testing.T) {
-	t.Parallel()
-	client := localddbtest.Client(t)
-	now := time.Now()
-	for _, l := range layouts {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			store, _ := newLocalStore(t, client, l)
-			ctx := t.Context()
-
-			_, err := store.Get(ctx, randomID())
-			require.ErrorIs(t, err, dynamostore.ErrNotFound)
-
-			rec := liveRecord(now)
-			_, err = store.Claim(ctx, rec, now)
-			require.NoError(t, err)
-			got, err := store.Get(ctx, rec.ID)
-			require.NoError(t, err)
-			assert.Equal(t, rec.ID, got.ID)
-			assert.Equal(t, rec.Lease, got.Lease)
-			assert.Equal(t, rec.LeaseExpiresAt.UnixMilli(), got.LeaseExpiresAt.UnixMilli())
-			assert.Equal(t, rec.Fingerprint, got.Fingerprint)
-			assert.Equal(t, storage.RecordVersion, got.Version)
-
-			// Completed since it was read: Delete refuses the stale view.
-			done := rec
-			done.Status, done.Data, done.ExpiresAt = storage.StatusCompleted, []byte("p{}"), now.Add(2*time.Hour)
-			require.NoError(t, store.Complete(ctx, done))
-			err = store.Delete(ctx, got)
-			require.ErrorIs(t, err, dynamostore.ErrChanged)
-			assert.NotErrorIs(t, err, dynamostore.ErrNotFound)
-
-			// Read again, the delete goes through; a second one finds it gone.
-			fresh, err := store.Get(ctx, rec.ID)
-			require.NoError(t, err)
-			assert.Equal(t, storage.StatusCompleted, fresh.Status)
-			assert.True(t, fresh.LeaseExpiresAt.IsZero())
-			require.NoError(t, store.Delete(ctx, fresh))
-			_, err = store.Get(ctx, rec.ID)
-			require.ErrorIs(t, err, dynamostore.ErrNotFound)
-			err = store.Delete(ctx, fresh)
-			require.ErrorIs(t, err, dynamostore.ErrChanged)
-			require.ErrorIs(t, err, dynamostore.ErrNotFound)
-		})
-	}
-}
-
-func TestLocalAdminDeleteRefusesTakeover(t *testing.T) {
-	t.Parallel()
-	client := localddbtest.Client(t)
-	store, _ := newLocalStore(t, client, layouts[0])
-	ctx := t.Context()
-	now := time.Now()
-	rec := liveRecord(now)
-	rec.LeaseExpiresAt = now.Add(time.Second)
-	_, err := store.Claim(ctx, rec, now)
-	require.NoError(t, err)
-	read, err := store.Get(ctx, rec.ID)
-	require.NoError(t, err)
-
-	later := now.Add(2 * time.Second) // the lease has lapsed: a retry takes over
-	next := rec
-	next.Lease, next.LeaseExpiresAt = "new-owner", later.Add(time.Minute)
-	res, err := store.Claim(ctx, next, later)
-	require.NoError(t, err)
-	require.True(t, res.TookOver)
-
-	require.ErrorIs(t, store.Delete(ctx, read), dynamostore.ErrChanged)
-	still, err := store.Get(ctx, rec.ID)
-	require.NoError(t, err)
-	assert.Equal(t, "new-owner", still.Lease)
-}
+// Get, Delete and their errors are the conformance suite's (storetest's
+// Admin cases, run by TestConformance in both layouts); these tests pin
+// what is this store's own: what a corrupt item shows, and the Scan or
+// Query of each layout.
 
 func TestLocalAdminCorrupt(t *testing.T) {
 	t.Parallel()
@@ -101,10 +33,10 @@ func TestLocalAdminCorrupt(t *testing.T) {
 
 	_, err = store.Get(ctx, id)
 	require.ErrorIs(t, err, storage.ErrCorruptRecord)
-	var ce *dynamostore.CorruptError
+	var ce *storage.CorruptRecordError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, id, ce.ID)
-	assert.Equal(t, &types.AttributeValueMemberN{Value: "1"}, ce.Item["status"])
+	assert.Equal(t, "N 1", ce.Fields["status"], "the item's status as stored: N 1")
 	assert.Contains(t, err.Error(), `attribute "status" is N, want S`)
 }
 
@@ -151,24 +83,29 @@ func TestLocalAdminScan(t *testing.T) {
 
 			tests := []struct {
 				name      string
-				opts      dynamostore.ScanOptions
+				opts      storage.ScanOptions
+				pageSize  int32
 				stopAfter int
 				wantIDs   int
 				wantBad   int
 			}{
-				{"all", dynamostore.ScanOptions{PageSize: 2}, 0, 7, 1},
-				{"in progress", dynamostore.ScanOptions{Status: storage.StatusInProgress, PageSize: 3}, 0, 3, 1},
-				{"stopped by the callback", dynamostore.ScanOptions{PageSize: 2}, 2, 2, -1},
+				{"all", storage.ScanOptions{}, 2, 0, 7, 1},
+				{"in progress", storage.ScanOptions{Status: storage.StatusInProgress}, 3, 0, 3, 1},
+				{"stopped by the callback", storage.ScanOptions{}, 2, 2, 2, -1},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					var ids, corrupt int
-					var last dynamostore.ScanProgress
-					tt.opts.Progress = func(p dynamostore.ScanProgress) { last = p }
-					err := store.Scan(ctx, tt.opts, func(rec storage.Record, err error) bool {
+					var last storage.ScanProgress
+					tt.opts.Progress = func(p storage.ScanProgress) { last = p }
+					paged := dynamostore.New(client, table, func(o *dynamostore.Options) {
+						*o = store.Options()
+						o.ScanPageSize = tt.pageSize
+					})
+					err := paged.Scan(ctx, tt.opts, func(rec storage.Record, err error) bool {
 						if err != nil {
 							require.ErrorIs(t, err, storage.ErrCorruptRecord)
-							var ce *dynamostore.CorruptError
+							var ce *storage.CorruptRecordError
 							require.ErrorAs(t, err, &ce)
 							assert.Equal(t, "bad#1", ce.ID)
 							corrupt++
@@ -190,6 +127,7 @@ func TestLocalAdminScan(t *testing.T) {
 					}
 					assert.Equal(t, int64(ids+corrupt), last.Matched)
 					assert.Positive(t, last.Pages)
+					assert.Positive(t, paged.ScanReadUnits(), "DynamoDB reports the read units a Scan consumed")
 				})
 			}
 		})

@@ -109,10 +109,10 @@ func TestFencedWritesDecideOnTheItem(t *testing.T) {
 		{"release", "our completion", ourCompleted,
 			"dynamostore: release: " + storage.ErrAlreadyCompleted.Error(), []error{storage.ErrAlreadyCompleted}},
 
-		{"delete", "gone", nil, "dynamostore: delete " + testID + ": dynamostore: record changed since it was read: dynamostore: no record with this id",
-			[]error{dynamostore.ErrChanged, dynamostore.ErrNotFound}},
-		{"delete", "changed", otherCompleted, "dynamostore: delete " + testID + ": dynamostore: record changed since it was read",
-			[]error{dynamostore.ErrChanged}},
+		{"delete", "gone", nil, "dynamostore: delete " + testID + ": idempotent: record changed since it was read: idempotent: no record with this id",
+			[]error{storage.ErrChanged, storage.ErrNotFound}},
+		{"delete", "changed", otherCompleted, "dynamostore: delete " + testID + ": idempotent: record changed since it was read",
+			[]error{storage.ErrChanged}},
 	}
 	ops := make(map[string]fencedOp)
 	for _, op := range fencedOps() {
@@ -188,8 +188,8 @@ func TestFencedWritesFallbackReadFails(t *testing.T) {
 		{"release", "dynamostore: release: idempotent: lease lost to another invocation (dynamostore: release: " + readErr + ")",
 			[]error{storage.ErrLeaseLost, errBoom}, nil},
 		{"suspend", "dynamostore: suspend: " + readErr, []error{errBoom}, []error{storage.ErrLeaseLost}},
-		{"delete", "dynamostore: delete " + testID + ": dynamostore: record changed since it was read (dynamostore: delete: " + readErr + ")",
-			[]error{dynamostore.ErrChanged, errBoom}, []error{dynamostore.ErrNotFound}},
+		{"delete", "dynamostore: delete " + testID + ": idempotent: record changed since it was read (dynamostore: delete: " + readErr + ")",
+			[]error{storage.ErrChanged, errBoom}, []error{storage.ErrNotFound}},
 	}
 	ops := make(map[string]fencedOp)
 	for _, op := range fencedOps() {

@@ -34,8 +34,20 @@ func TestConformance(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
-			store, _ := newLocalStore(t, client, l)
+			store, table := newLocalStore(t, client, l)
 			storetest.Run(t, store)
+			storetest.RunAdmin(t, store, func(ctx context.Context, id string) error {
+				// A status of the wrong type, under the layout's key.
+				item := map[string]types.AttributeValue{"status": &types.AttributeValueMemberN{Value: "1"}}
+				if l.composite {
+					item["pk"] = &types.AttributeValueMemberS{Value: store.Options().StaticPartitionKey}
+					item["sk"] = &types.AttributeValueMemberS{Value: id}
+				} else {
+					item["id"] = &types.AttributeValueMemberS{Value: id}
+				}
+				_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item})
+				return err
+			})
 		})
 	}
 }

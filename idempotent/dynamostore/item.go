@@ -63,9 +63,7 @@ func (s *Store) claimItem(rec *storage.Record) map[string]types.AttributeValue {
 }
 
 // completedSize is the size of the item rec's completion leaves in the table,
-// by DynamoDB's rules: the UTF-8 length of each attribute name plus the size
-// of its value (a string's UTF-8 length, a binary's length, a number's
-// significant digits / 2 + 1).
+// by DynamoDB's rule (ItemSize), counted on rec without building the item.
 func (s *Store) completedSize(rec *storage.Record) int {
 	o := &s.opts
 	n := len(o.KeyAttr)
@@ -75,7 +73,7 @@ func (s *Store) completedSize(rec *storage.Record) int {
 		n += len(o.StaticPartitionKey) + len(o.SortKeyAttr) + len(rec.ID)
 	}
 	n += len(o.StatusAttr) + len(rec.Status)
-	n += len(o.ExpirationAttr) + numberSize(rec.ExpiresAt.Unix())
+	n += len(o.ExpirationAttr) + intSize(rec.ExpiresAt.Unix())
 	n += len(o.LeaseAttr) + len(rec.Lease)
 	if rec.Fingerprint != "" {
 		n += len(o.ValidationAttr) + len(rec.Fingerprint)
@@ -83,25 +81,8 @@ func (s *Store) completedSize(rec *storage.Record) int {
 	if len(rec.Data) > 0 {
 		n += len(o.DataAttr) + len(rec.Data)
 	}
-	n += len(o.VersionAttr) + numberSize(int64(rec.Version))
+	n += len(o.VersionAttr) + intSize(int64(rec.Version))
 	return n
-}
-
-// numberSize is the size DynamoDB counts for a number: one byte per two
-// significant digits (leading and trailing zeros do not count) plus one, and
-// one more for a negative number's sign, to err on the large side.
-func numberSize(v int64) int {
-	var digits [20]byte
-	d := strconv.AppendInt(digits[:0], v, 10)
-	size := 1
-	if d[0] == '-' {
-		d = d[1:]
-		size++
-	}
-	for len(d) > 0 && d[len(d)-1] == '0' {
-		d = d[:len(d)-1]
-	}
-	return size + (len(d)+1)/2
 }
 
 // decode reads a stored item into a Record. It is strict: a missing required
@@ -186,13 +167,13 @@ func stepValue(st *storage.Step) *types.AttributeValueMemberM {
 	return &types.AttributeValueMemberM{Value: m}
 }
 
-// stepSize is what one step adds to the steps list by DynamoDB's rules: a
-// map costs 3 bytes and each list element 1, plus the names and values
-// within.
+// stepSize is what one step adds to the steps list by DynamoDB's rule
+// (ItemSize): an element holding a map of its name and data, each with its
+// element's byte.
 func stepSize(st *storage.Step) int {
-	n := 1 + 3 + len(stepNameKey) + len(st.Name)
+	n := elementBytes + containerBytes + elementBytes + len(stepNameKey) + len(st.Name)
 	if len(st.Data) > 0 {
-		n += len(stepDataKey) + len(st.Data)
+		n += elementBytes + len(stepDataKey) + len(st.Data)
 	}
 	return n
 }
@@ -213,7 +194,7 @@ func (s *Store) minStepItemSize(id, lease string, st *storage.Step) int {
 	n += len(o.StatusAttr) + len(storage.StatusInProgress)
 	n += len(o.ExpirationAttr) + 1 + len(o.InProgressExpirationAttr) + 1
 	n += len(o.LeaseAttr) + len(lease)
-	n += len(o.StepsAttr) + 3 + stepSize(st)
+	n += len(o.StepsAttr) + containerBytes + stepSize(st)
 	return n
 }
 

@@ -144,7 +144,7 @@ func TestLocalFencedWritesWithoutConditionItems(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, setup.Suspend(t.Context(), rec.ID, rec.Lease, now))
 			return func(s *dynamostore.Store) error { return s.Delete(t.Context(), read) },
-				"dynamostore: delete " + rec.ID + ": dynamostore: record changed since it was read"
+				"dynamostore: delete " + rec.ID + ": idempotent: record changed since it was read"
 		}, []string{"DeleteItem"}, false},
 		{"delete a record that is gone", func(t *testing.T) (func(*dynamostore.Store) error, string) {
 			rec := claimed(t)
@@ -152,7 +152,7 @@ func TestLocalFencedWritesWithoutConditionItems(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, setup.Release(t.Context(), rec.ID, rec.Lease))
 			return func(s *dynamostore.Store) error { return s.Delete(t.Context(), read) },
-				"dynamostore: delete " + rec.ID + ": dynamostore: record changed since it was read: dynamostore: no record with this id"
+				"dynamostore: delete " + rec.ID + ": idempotent: record changed since it was read: idempotent: no record with this id"
 		}, []string{"DeleteItem"}, true},
 	}
 	for _, tt := range tests {

@@ -85,6 +85,11 @@ type Options struct {
 	// past without writing anything; a MaxItemBytes below 400 KB thus bounds
 	// each step, not their sum.
 	MaxItemBytes int
+
+	// ScanPageSize is the number of items each request of Scan reads (the
+	// request's Limit); zero or less leaves it to DynamoDB (pages of up to
+	// 1 MB).
+	ScanPageSize int32
 }
 
 // defaultOptions returns the options New starts from.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,6 +47,8 @@ type Store struct {
 	staticPK types.AttributeValue // the partition key value in the composite layout
 
 	names exprNames // of the expressions in expr.go
+
+	readUnits atomic.Uint64 // ScanReadUnits, as float64 bits
 }
 
 // New returns a Store that keeps its records in table through client. The

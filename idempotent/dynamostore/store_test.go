@@ -717,20 +717,6 @@ func TestCompleteDefaultLimitIs400KB(t *testing.T) {
 	assert.Empty(t, fc.Calls())
 }
 
-func TestNumberSize(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		n    int64
-		want int
-	}{
-		{0, 1}, {1, 2}, {10, 2}, {12, 2}, {123, 3}, {1000, 2}, {1_700_000_000, 2},
-		{1_700_003_600, 5}, {1_700_000_001_500, 7}, {-1, 3}, {-9_223_372_036_854_775_808, 12},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, dynamostore.NumberSize(tt.n), "%d", tt.n)
-	}
-}
-
 func TestReleaseRequest(t *testing.T) {
 	t.Parallel()
 	for _, layout := range []struct {

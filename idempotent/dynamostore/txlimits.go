@@ -66,7 +66,7 @@ func (s *Store) describe(it *types.TransactWriteItem) (itemMeta, error) {
 	case m.put == nil && len(m.key) == 0:
 		return m, fmt.Errorf("no Key (table %s)", m.table)
 	}
-	m.size = attrsSize(m.key) + attrsSize(m.put) + attrsSize(values)
+	m.size = ItemSize(m.key) + ItemSize(m.put) + ItemSize(values)
 	if m.put != nil && m.table == aws.ToString(s.table) {
 		m.key = pickKey(m.put, s.keyAttrs())
 	}
@@ -151,7 +151,7 @@ func (s *Store) checkActions(id string, meta []itemMeta) error {
 // checkBytes refuses items meta and a completion of recSize bytes whose
 // total passes MaxTransactBytes. Sizes are measured on the request with
 // DynamoDB's item size rules: a Put's item, the key and the expression
-// values of the other actions. DynamoDB measures the items themselves, so
+// values of the other actions (ItemSize). DynamoDB measures the items themselves, so
 // an Update that grows a large item can still be refused at commit
 // (storage.ErrTxAborted).
 func checkBytes(meta []itemMeta, recSize int) error {
@@ -214,77 +214,4 @@ func formatKey(key map[string]types.AttributeValue) string {
 	}
 	slices.Sort(parts)
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// attrsSize is the size of attributes by DynamoDB's item size rules: each
-// name's length plus its value's size.
-func attrsSize(m map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range m {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-// valueSize is an attribute value's size by DynamoDB's rules (numbers as in
-// numberSize, erring large; lists and maps with 3 bytes of overhead and 1
-// per element).
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberStringSize(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberStringSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		return 3 + len(v.Value) + attrsSize(v.Value)
-	default:
-		return 0
-	}
-}
-
-// numberStringSize is numberSize for a number as DynamoDB receives it: its
-// digits without sign, point, exponent and leading or trailing zeros.
-func numberStringSize(s string) int {
-	size := 1
-	if strings.HasPrefix(s, "-") {
-		size++
-	}
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		s = s[:i]
-	}
-	digits := strings.Trim(strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s), "0")
-	return size + (len(digits)+1)/2
 }

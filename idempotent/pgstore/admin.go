@@ -94,27 +94,17 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 	}
 }
 
-// Errors of the operator methods. Match them with errors.Is.
-var (
-	// ErrNotFound: no row holds the record id (it never existed, was
-	// released, forgotten, or swept after it expired).
-	ErrNotFound = errors.New("pgstore: no record with this id")
+var _ storage.AdminStore = (*Store)(nil)
 
-	// ErrChanged: Delete found the record changed since it was read (a
-	// completion, a takeover, a new claim, a step, or it is gone); nothing
-	// was deleted. Read it again before deciding.
-	ErrChanged = errors.New("pgstore: record changed since it was read")
-)
-
-// Get reads the record id. It returns an error wrapping ErrNotFound when
-// there is none, and one wrapping storage.ErrCorruptRecord when its row is
-// not a record (a status or steps this package does not write). An expired
-// record that is still stored is returned as it is.
+// Get reads the record id, as storage.AdminStore says. A row that is not a
+// record (a status or steps this package does not write) is a
+// *storage.CorruptRecordError without Fields. An expired record that no
+// sweep has deleted yet is returned as it is.
 func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	var r row
 	err := s.db.QueryRow(ctx, s.sql.get, s.opts.QueryExecMode, id).Scan(r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return storage.Record{}, fmt.Errorf("pgstore: get %s: %w", id, ErrNotFound)
+		return storage.Record{}, fmt.Errorf("pgstore: get %s: %w", id, storage.ErrNotFound)
 	}
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("pgstore: get %s: %w", id, err)
@@ -126,12 +116,8 @@ func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	return rec, nil
 }
 
-// Delete deletes the record rec.ID with one statement, on condition that it
-// is still exactly as rec describes it (as Get returned it). A record that
-// changed meanwhile is left alone and the error wraps ErrChanged (and
-// ErrNotFound as well when it is gone). Deleting a live INPROGRESS record
-// lets a duplicate run the handler while its owner may still be running:
-// the caller decides that, not Delete.
+// Delete deletes the record rec.ID as storage.AdminStore says, with one
+// statement that compares every column (the response's data too).
 func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	names := make([]string, len(rec.Steps))
 	data := make([][]byte, len(rec.Steps))
@@ -150,54 +136,27 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	case done:
 		return nil
 	case !exists:
-		return fmt.Errorf("pgstore: delete %s: %w: %w", rec.ID, ErrChanged, ErrNotFound)
+		return fmt.Errorf("pgstore: delete %s: %w: %w", rec.ID, storage.ErrChanged, storage.ErrNotFound)
 	}
-	return fmt.Errorf("pgstore: delete %s: %w", rec.ID, ErrChanged)
+	return fmt.Errorf("pgstore: delete %s: %w", rec.ID, storage.ErrChanged)
 }
 
-// ScanOptions bounds and filters a Scan.
-type ScanOptions struct {
-	// Status, when set, keeps only records of that status: the server
-	// skips the others.
-	Status storage.Status
-	// IDPrefix, when set, keeps only records whose id starts with it: read
-	// from the primary key's range of that prefix, not the whole table.
-	IDPrefix string
-	// PageSize is the number of rows each query returns at most; 0 means
-	// 1,000.
-	PageSize int
-	// Progress, when set, is called after each query.
-	Progress func(ScanProgress)
-}
-
-// ScanProgress is how far a Scan has come.
-type ScanProgress struct {
-	// Pages is the number of queries made.
-	Pages int
-	// Matched is the number of rows they returned: the records of
-	// ScanOptions.Status and IDPrefix read so far (rows of other statuses
-	// are read by the server, and skipped there).
-	Matched int64
-}
-
-// Scan calls fn with each record (in id order) until fn returns false, ctx
-// ends, or the table is read. A row that does not decode is passed as an
-// error wrapping storage.ErrCorruptRecord; fn decides whether to go on.
+// Scan passes the records opts selects to fn in id order, as
+// storage.AdminStore says. Progress is reported after each query, before
+// its rows are passed; Scanned and Matched both count the rows the queries
+// returned.
 //
 // Each page is one query that reads the primary key's index in id order,
 // from where the last page ended, within the range of opts.IDPrefix (the
-// whole table without one), and returns the next opts.PageSize rows of
-// opts.Status: to find them, the server reads every row of the range up to
+// whole table without one), and returns the next Options.ScanPageSize rows
+// of opts.Status: to find them, the server reads every row of the range up to
 // the last one returned, and only the matching rows cross the network. So a
 // scan of the whole table for one status reads, on the server, every row.
-func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Record, error) bool) error {
-	page := opts.PageSize
-	if page <= 0 {
-		page = 1000
-	}
+func (s *Store) Scan(ctx context.Context, opts storage.ScanOptions, fn func(storage.Record, error) bool) error {
+	page := s.opts.ScanPageSize
 	end := prefixEnd(opts.IDPrefix)
 	cursor, inclusive := opts.IDPrefix, true
-	var prog ScanProgress
+	var prog storage.ScanProgress
 	for {
 		rows, err := s.db.Query(ctx, s.sql.scan, s.opts.QueryExecMode, cursor, inclusive, end, string(opts.Status), page)
 		if err != nil {
@@ -226,6 +185,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 			return fmt.Errorf("pgstore: scan: %w", err)
 		}
 		prog.Pages++
+		prog.Scanned += int64(len(recs))
 		prog.Matched += int64(len(recs))
 		if opts.Progress != nil {
 			opts.Progress(prog)

@@ -238,7 +238,7 @@ func TestDeleteExpired(t *testing.T) {
 	assert.Equal(t, len(expired), n)
 	for _, rec := range expired {
 		_, err := store.Get(ctxT(t), rec.ID)
-		require.ErrorIs(t, err, pgstore.ErrNotFound)
+		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 	for _, rec := range live {
 		_, err := store.Get(ctxT(t), rec.ID)
@@ -256,7 +256,7 @@ func TestDeleteExpired(t *testing.T) {
 
 func TestGetDeleteScan(t *testing.T) {
 	t.Parallel()
-	store, _ := newStore(t)
+	store, pool := newStore(t)
 	now := time.Now()
 	a := claimNew(t, store, now)
 	require.NoError(t, store.AppendStep(ctxT(t), a.ID, a.Lease, storage.Step{Name: "s", Data: nil}))
@@ -264,17 +264,18 @@ func TestGetDeleteScan(t *testing.T) {
 	require.NoError(t, store.Complete(ctxT(t), completedRecord(b, []byte("r"), now)))
 
 	_, err := store.Get(ctxT(t), "itest#missing")
-	require.ErrorIs(t, err, pgstore.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
+	paged := pgstore.New(pool, func(o *pgstore.Options) { *o = store.Options(); o.ScanPageSize = 1 })
 	var ids []string
-	require.NoError(t, store.Scan(ctxT(t), pgstore.ScanOptions{Status: storage.StatusInProgress, PageSize: 1}, func(r storage.Record, err error) bool {
+	require.NoError(t, paged.Scan(ctxT(t), storage.ScanOptions{Status: storage.StatusInProgress}, func(r storage.Record, err error) bool {
 		require.NoError(t, err)
 		ids = append(ids, r.ID)
 		return true
 	}))
 	assert.Equal(t, []string{a.ID}, ids)
 	ids = nil
-	require.NoError(t, store.Scan(ctxT(t), pgstore.ScanOptions{IDPrefix: b.ID[:20], PageSize: 1}, func(r storage.Record, err error) bool {
+	require.NoError(t, paged.Scan(ctxT(t), storage.ScanOptions{IDPrefix: b.ID[:20]}, func(r storage.Record, err error) bool {
 		ids = append(ids, r.ID)
 		return true
 	}))
@@ -285,11 +286,11 @@ func TestGetDeleteScan(t *testing.T) {
 	stale := got
 	require.NoError(t, store.AppendStep(ctxT(t), a.ID, a.Lease, storage.Step{Name: "t", Data: []byte("2")}))
 	err = store.Delete(ctxT(t), stale)
-	require.ErrorIs(t, err, pgstore.ErrChanged)
-	require.False(t, errors.Is(err, pgstore.ErrNotFound))
+	require.ErrorIs(t, err, storage.ErrChanged)
+	require.False(t, errors.Is(err, storage.ErrNotFound))
 	got, err = store.Get(ctxT(t), a.ID)
 	require.NoError(t, err)
 	require.NoError(t, store.Delete(ctxT(t), got))
 	err = store.Delete(ctxT(t), got)
-	require.ErrorIs(t, err, pgstore.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }

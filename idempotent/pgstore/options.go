@@ -51,10 +51,14 @@ type Options struct {
 	// 26000 or 42P05). Every mode of pgx's works; a value pgx does not
 	// define means the default.
 	QueryExecMode pgx.QueryExecMode
+
+	// ScanPageSize is the number of rows each query of Scan returns at
+	// most; zero or less means 1,000.
+	ScanPageSize int
 }
 
 func defaultOptions() Options {
-	return Options{Table: DefaultTable, MaxItemBytes: storage.DefaultMaxItemBytes, QueryExecMode: defaultExecMode}
+	return Options{Table: DefaultTable, MaxItemBytes: storage.DefaultMaxItemBytes, QueryExecMode: defaultExecMode, ScanPageSize: 1000}
 }
 
 // normalize puts back the defaults of out-of-range values.
@@ -64,6 +68,9 @@ func (o *Options) normalize() {
 	}
 	if o.MaxItemBytes <= 0 {
 		o.MaxItemBytes = storage.DefaultMaxItemBytes
+	}
+	if o.ScanPageSize <= 0 {
+		o.ScanPageSize = 1000
 	}
 	switch o.QueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,

@@ -208,7 +208,7 @@ func TestEveryStatementBehindAPooler(t *testing.T) {
 		{"scan", func(t *testing.T, s *pgstore.Store) error {
 			rec := withStep(t)
 			found := false
-			err := s.Scan(ctx, pgstore.ScanOptions{Status: storage.StatusInProgress, IDPrefix: rec.ID}, func(r storage.Record, err error) bool {
+			err := s.Scan(ctx, storage.ScanOptions{Status: storage.StatusInProgress, IDPrefix: rec.ID}, func(r storage.Record, err error) bool {
 				require.NoError(t, err)
 				found = found || r.ID == rec.ID
 				return true
@@ -264,7 +264,7 @@ func TestEveryStatementChoosesExecMode(t *testing.T) {
 	rec := claimNew(t, store, now)
 	got, err := store.Get(ctx, rec.ID)
 	require.NoError(t, err)
-	require.NoError(t, store.Scan(ctx, pgstore.ScanOptions{IDPrefix: "itest#"}, func(storage.Record, error) bool { return true }))
+	require.NoError(t, store.Scan(ctx, storage.ScanOptions{IDPrefix: "itest#"}, func(storage.Record, error) bool { return true }))
 	require.NoError(t, store.Delete(ctx, got))
 	_, err = store.DeleteExpired(ctx, now.Add(48*time.Hour), 100)
 	require.NoError(t, err)

@@ -216,7 +216,7 @@ func (s *Store) notGivenBack(ctx context.Context, op, id, lease string, status *
 	if ours && *status == string(storage.StatusInProgress) {
 		rec, err := s.Get(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, storage.ErrNotFound):
 			return nil
 		case err != nil:
 			return fmt.Errorf("pgstore: %s: read the record that changed under the write: %w", op, err)
@@ -289,8 +289,7 @@ func (r *row) fill() bool {
 }
 
 // record decodes the row of record id; a row that is not a record of any
-// format this package knows yields an error wrapping
-// storage.ErrCorruptRecord.
+// format this package knows yields a *storage.CorruptRecordError.
 func (r *row) record(id string) (storage.Record, error) {
 	r.fill()
 	rec := storage.Record{
@@ -307,10 +306,11 @@ func (r *row) record(id string) (storage.Record, error) {
 		rec.LeaseExpiresAt = *r.leaseEnd
 	}
 	if rec.Status != storage.StatusInProgress && rec.Status != storage.StatusCompleted {
-		return storage.Record{}, fmt.Errorf("record %s: %w: status %q", id, storage.ErrCorruptRecord, r.status)
+		return storage.Record{}, &storage.CorruptRecordError{ID: id, Err: fmt.Errorf("%w: status %q", storage.ErrCorruptRecord, r.status)}
 	}
 	if len(r.stepNames) != len(r.stepData) {
-		return storage.Record{}, fmt.Errorf("record %s: %w: %d step names but %d results", id, storage.ErrCorruptRecord, len(r.stepNames), len(r.stepData))
+		return storage.Record{}, &storage.CorruptRecordError{ID: id,
+			Err: fmt.Errorf("%w: %d step names but %d results", storage.ErrCorruptRecord, len(r.stepNames), len(r.stepData))}
 	}
 	rec.Steps = toSteps(r.stepNames, r.stepData)
 	return rec, nil

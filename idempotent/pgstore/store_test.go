@@ -21,6 +21,12 @@ func TestConformance(t *testing.T) {
 	store, pool := newStore(t)
 	storetest.Run(t, store)
 	storetest.RunTx(t, store, newWrites(t, pool))
+	storetest.RunAdmin(t, store, func(ctx context.Context, id string) error {
+		// A status this package never writes.
+		_, err := pool.Exec(ctx, "INSERT INTO "+pgx.Identifier{store.Options().Table}.Sanitize()+
+			" (id, status, expires_at, lease, version) VALUES ($1, 'BROKEN', now() + interval '1 hour', 'x', 1)", id)
+		return err
+	})
 }
 
 // TestConformanceInEveryQueryExecMode: on a direct connection, the store

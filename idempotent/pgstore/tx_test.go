@@ -289,7 +289,7 @@ func TestTxFailedConstraintCommitsNothingAndReleases(t *testing.T) {
 			require.Len(t, events, 1)
 			assert.Equal(t, idempotent.OutcomeHandlerError, events[0].Outcome)
 			_, err = store.Get(ctxT(t), events[0].RecordID)
-			require.ErrorIs(t, err, pgstore.ErrNotFound, "the record was released")
+			require.ErrorIs(t, err, storage.ErrNotFound, "the record was released")
 		})
 	}
 }

@@ -12,40 +12,11 @@ import (
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
-// The operator methods below (Get, Delete, Scan) serve tools such as the
-// idemkit command, not the wrapper: they are never on an invocation's path.
+// The methods below make the Store a storage.AdminStore, for tools such as
+// the idemkit command, not the wrapper: they are never on an invocation's
+// path.
 
-// Errors of the operator methods. Match them with errors.Is.
-var (
-	// ErrNotFound: no key holds the record id (it never existed, was
-	// released, forgotten, or expired).
-	ErrNotFound = errors.New("redisstore: no record with this id")
-
-	// ErrChanged: Delete found the record changed since it was read (a
-	// completion, a takeover, a new claim, or it is gone); nothing was
-	// deleted. Read it again before deciding.
-	ErrChanged = errors.New("redisstore: record changed since it was read")
-)
-
-// CorruptError reports a key that does not hold a readable record: a hash
-// that does not decode, or a key of another Redis type. It wraps
-// storage.ErrCorruptRecord. Nothing here ever rewrites such a key.
-type CorruptError struct {
-	// ID is the record id (the key without Options.KeyPrefix).
-	ID string
-	// Type is the key's Redis type ("hash" for a hash that does not decode).
-	Type string
-	// Fields holds the hash's fields as stored (nil for other types).
-	Fields map[string]string
-	// Err says what is wrong; it wraps storage.ErrCorruptRecord.
-	Err error
-}
-
-// Error names the record and what is wrong with it.
-func (e *CorruptError) Error() string { return fmt.Sprintf("record %s: %v", e.ID, e.Err) }
-
-// Unwrap returns Err, which wraps storage.ErrCorruptRecord.
-func (e *CorruptError) Unwrap() error { return e.Err }
+var _ storage.AdminStore = (*Store)(nil)
 
 // getScript reads a record's hash. Replies: {'none'}, {'hash', HGETALL},
 // {'wrongtype', type}.
@@ -73,9 +44,11 @@ redis.call('DEL', key)
 return {'ok'}
 `)
 
-// Get reads the record id with one script. It returns an error wrapping
-// ErrNotFound when there is no such key, and a *CorruptError (wrapping
-// storage.ErrCorruptRecord) when the key does not hold a readable record.
+// Get reads the record id with one script, as storage.AdminStore says. A
+// key that does not hold a readable record (a hash that does not decode, or
+// a key of another Redis type) is a *storage.CorruptRecordError whose
+// Fields hold the hash's fields, each value quoted, or, for a key of
+// another type, "(redis type)" and that type.
 func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	reply, err := getScript.Run(ctx, s.client, []string{s.Key(id)}).Slice()
 	if err != nil {
@@ -84,15 +57,19 @@ func (s *Store) Get(ctx context.Context, id string) (storage.Record, error) {
 	return s.decodeAdmin(id, reply)
 }
 
+// redisTypeField names, in a CorruptRecordError's Fields, the Redis type of
+// a key that is not a hash.
+const redisTypeField = "(redis type)"
+
 // decodeAdmin reads getScript's reply.
 func (s *Store) decodeAdmin(id string, reply []any) (storage.Record, error) {
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "none":
-		return storage.Record{}, fmt.Errorf("redisstore: get %s: %w", id, ErrNotFound)
+		return storage.Record{}, fmt.Errorf("redisstore: get %s: %w", id, storage.ErrNotFound)
 	case "wrongtype":
 		typ := strAt(rest, 0)
-		return storage.Record{}, &CorruptError{ID: id, Type: typ,
+		return storage.Record{}, &storage.CorruptRecordError{ID: id, Fields: map[string]string{redisTypeField: typ},
 			Err: fmt.Errorf("%w: key %q holds a Redis %s, not a hash", storage.ErrCorruptRecord, s.Key(id), typ)}
 	case "hash":
 		flat, ok := sliceAt(rest, 0)
@@ -103,23 +80,18 @@ func (s *Store) decodeAdmin(id string, reply []any) (storage.Record, error) {
 		if err != nil {
 			fields := make(map[string]string, len(flat)/2)
 			for i := 0; i+1 < len(flat); i += 2 {
-				fields[fmt.Sprint(flat[i])] = fmt.Sprint(flat[i+1])
+				fields[fmt.Sprint(flat[i])] = fmt.Sprintf("%q", fmt.Sprint(flat[i+1]))
 			}
-			return storage.Record{}, &CorruptError{ID: id, Type: "hash", Fields: fields, Err: err}
+			return storage.Record{}, &storage.CorruptRecordError{ID: id, Fields: fields, Err: err}
 		}
 		return rec, nil
 	}
 	return storage.Record{}, unexpected("get", reply)
 }
 
-// Delete deletes the record rec.ID with one script, on condition that it is
-// still exactly as rec describes it (as Get returned it): status, lease,
-// lease end, expiry, fingerprint, version, steps and suspension. A record
-// that changed meanwhile (completed, taken over, claimed anew, a step
-// finished or suspended since, or gone) is left alone and the error
-// wraps ErrChanged (and ErrNotFound as well when it is gone). Deleting a live
-// INPROGRESS record lets a duplicate run the handler while its owner may
-// still be running: the caller decides that, not Delete.
+// Delete deletes the record rec.ID as storage.AdminStore says, with one
+// script that compares status, lease, lease end, expiry, fingerprint,
+// version, steps and suspension. A key of another Redis type is a change.
 func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	leaseEnd := ""
 	if !rec.LeaseExpiresAt.IsZero() {
@@ -145,42 +117,13 @@ func (s *Store) Delete(ctx context.Context, rec storage.Record) error {
 	case "ok":
 		return nil
 	case "none":
-		return fmt.Errorf("redisstore: delete %s: %w: %w", rec.ID, ErrChanged, ErrNotFound)
+		return fmt.Errorf("redisstore: delete %s: %w: %w", rec.ID, storage.ErrChanged, storage.ErrNotFound)
 	case "changed":
-		return fmt.Errorf("redisstore: delete %s: %w", rec.ID, ErrChanged)
+		return fmt.Errorf("redisstore: delete %s: %w", rec.ID, storage.ErrChanged)
 	case "wrongtype":
-		return fmt.Errorf("redisstore: delete %s: %w: key holds a Redis %s", rec.ID, ErrChanged, strAt(rest, 0))
+		return fmt.Errorf("redisstore: delete %s: %w: key holds a Redis %s", rec.ID, storage.ErrChanged, strAt(rest, 0))
 	}
 	return unexpected("delete", reply)
-}
-
-// ScanOptions bounds and filters a Scan.
-type ScanOptions struct {
-	// Status, when set, keeps only records of that status.
-	Status storage.Status
-
-	// IDPrefix, when set, keeps only records whose id starts with it (for
-	// example "payments#": one function's records). It narrows SCAN's MATCH
-	// pattern, so the keys of other records are not read one by one; SCAN
-	// still walks the whole keyspace.
-	IDPrefix string
-
-	// PageSize is the COUNT hint of each SCAN call; zero or less means 100.
-	PageSize int64
-
-	// Progress, when set, is called after each SCAN call.
-	Progress func(ScanProgress)
-}
-
-// ScanProgress is how far a Scan has come.
-type ScanProgress struct {
-	// Pages is the number of SCAN calls made.
-	Pages int
-	// Scanned is the number of keys under Options.KeyPrefix (and
-	// ScanOptions.IDPrefix) read.
-	Scanned int64
-	// Matched is the number of records passed to the callback.
-	Matched int64
 }
 
 // ScanClient is what Scan needs beyond redis.Scripter: *redis.Client and
@@ -189,24 +132,21 @@ type ScanClient interface {
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 }
 
-// Scan passes every record under Options.KeyPrefix (and opts.IDPrefix) to
-// fn (SCAN MATCH, then one script per key to read it), until all are read,
-// fn returns false, or ctx ends. A key that does not hold a readable record
-// is passed with a *CorruptError and a zero Record; a key that expires
-// between the SCAN and the read is skipped. SCAN walks the whole keyspace of
+// Scan passes the records opts selects to fn, as storage.AdminStore says:
+// SCAN MATCH of the keys under Options.KeyPrefix and opts.IDPrefix (a
+// COUNT hint of Options.ScanCount each), then one script per key to read
+// it. Scanned counts those keys, Matched the records passed; a key that
+// expires between the SCAN and the read is skipped. SCAN walks the whole keyspace of
 // the database, not only the prefix, and may return a key more than once
 // (Redis's guarantee); the store's client must implement ScanClient or be a
 // *redis.ClusterClient, whose primaries are scanned one after the other
 // (replicas are not read: they hold the same keys).
-func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Record, error) bool) error {
-	if opts.PageSize <= 0 {
-		opts.PageSize = 100
-	}
-	var p ScanProgress
+func (s *Store) Scan(ctx context.Context, opts storage.ScanOptions, fn func(storage.Record, error) bool) error {
+	var p storage.ScanProgress
 	walk := func(ctx context.Context, sc ScanClient) error {
 		var cursor uint64
 		for {
-			keys, next, err := sc.Scan(ctx, cursor, escapeGlob(s.opts.KeyPrefix+opts.IDPrefix)+"*", opts.PageSize).Result()
+			keys, next, err := sc.Scan(ctx, cursor, escapeGlob(s.opts.KeyPrefix+opts.IDPrefix)+"*", s.opts.ScanCount).Result()
 			if err != nil {
 				return fmt.Errorf("redisstore: scan: %w", err)
 			}
@@ -216,7 +156,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 				id := strings.TrimPrefix(key, s.opts.KeyPrefix)
 				rec, err := s.Get(ctx, id)
 				switch {
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, storage.ErrNotFound):
 					continue
 				case err != nil && !errors.Is(err, storage.ErrCorruptRecord):
 					return err
@@ -266,7 +206,7 @@ func (s *Store) Scan(ctx context.Context, opts ScanOptions, fn func(storage.Reco
 // errStop ends a Scan whose callback returned false.
 var errStop = errors.New("redisstore: scan stopped")
 
-func report(progress func(ScanProgress), p ScanProgress) {
+func report(progress func(storage.ScanProgress), p storage.ScanProgress) {
 	if progress != nil {
 		progress(p)
 	}

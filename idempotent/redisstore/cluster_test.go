@@ -129,7 +129,7 @@ func TestClusterAdmin(t *testing.T) {
 	// claimNew's own record of the odd rounds is not counted: read them back
 	// through the scan, as the others.
 	var all []storage.Record
-	require.NoError(t, store.Scan(ctx, redisstore.ScanOptions{}, func(rec storage.Record, err error) bool {
+	require.NoError(t, store.Scan(ctx, storage.ScanOptions{}, func(rec storage.Record, err error) bool {
 		require.NoError(t, err)
 		all = append(all, rec)
 		return true
@@ -150,8 +150,8 @@ func TestClusterAdmin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []storage.Record
-			var last redisstore.ScanProgress
-			require.NoError(t, store.Scan(ctx, redisstore.ScanOptions{IDPrefix: tt.idPrefix, Progress: func(p redisstore.ScanProgress) { last = p }},
+			var last storage.ScanProgress
+			require.NoError(t, store.Scan(ctx, storage.ScanOptions{IDPrefix: tt.idPrefix, Progress: func(p storage.ScanProgress) { last = p }},
 				func(rec storage.Record, err error) bool {
 					require.NoError(t, err)
 					got = append(got, rec)
@@ -175,7 +175,7 @@ func TestClusterAdmin(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, store.Delete(ctx, got))
 		_, err = store.Get(ctx, rec.ID)
-		require.ErrorIs(t, err, redisstore.ErrNotFound)
+		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 }
 

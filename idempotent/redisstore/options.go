@@ -21,6 +21,10 @@ type Options struct {
 	// wrapping storage.ErrTooLarge, and nothing is written. Zero or less
 	// means storage.DefaultMaxItemBytes.
 	MaxItemBytes int
+
+	// ScanCount is the COUNT hint of each SCAN call of Scan; zero or less
+	// means 100.
+	ScanCount int64
 }
 
 // defaultOptions returns the options New starts from.
@@ -28,6 +32,7 @@ func defaultOptions() Options {
 	return Options{
 		KeyPrefix:    DefaultKeyPrefix,
 		MaxItemBytes: storage.DefaultMaxItemBytes,
+		ScanCount:    100,
 	}
 }
 
@@ -35,5 +40,8 @@ func defaultOptions() Options {
 func (o *Options) normalize() {
 	if o.MaxItemBytes <= 0 {
 		o.MaxItemBytes = storage.DefaultMaxItemBytes
+	}
+	if o.ScanCount <= 0 {
+		o.ScanCount = 100
 	}
 }

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -25,7 +26,11 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			client := newClient(t, func(o *redis.Options) { o.Protocol = proto })
 			prefix := testPrefix(t, client)
-			storetest.Run(t, redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix }))
+			store := redisstore.New(client, func(o *redisstore.Options) { o.KeyPrefix = prefix })
+			storetest.Run(t, store)
+			storetest.RunAdmin(t, store, func(ctx context.Context, id string) error {
+				return client.Set(ctx, store.Key(id), "not a hash", time.Hour).Err()
+			})
 		})
 	}
 }

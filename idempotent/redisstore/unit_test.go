@@ -89,13 +89,14 @@ func TestNew(t *testing.T) {
 	assert.PanicsWithValue(t, "redisstore: New: nil client", func() { redisstore.New(nil) })
 
 	got := redisstore.New(answer(t, nil)).Options()
-	assert.Equal(t, redisstore.Options{KeyPrefix: "idemkit:", MaxItemBytes: 400 << 10}, got)
+	assert.Equal(t, redisstore.Options{KeyPrefix: "idemkit:", MaxItemBytes: 400 << 10, ScanCount: 100}, got)
 
 	got = redisstore.New(answer(t, nil), func(o *redisstore.Options) {
 		o.KeyPrefix = "svc:"
 		o.MaxItemBytes = -1
+		o.ScanCount = -1
 	}).Options()
-	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: storage.DefaultMaxItemBytes}, got)
+	assert.Equal(t, redisstore.Options{KeyPrefix: "svc:", MaxItemBytes: storage.DefaultMaxItemBytes, ScanCount: 100}, got)
 }
 
 func TestDecodeHash(t *testing.T) {

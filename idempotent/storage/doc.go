@@ -6,6 +6,11 @@
 // of package idempotent. Store implementers use it together with
 // package storetest, the conformance suite every Store must pass.
 //
+// Optional capabilities extend a Store, discovered with a type assertion as
+// database/sql discovers a driver's: [StepStore] (steps), [TxStore] (the
+// handler's own writes) and [AdminStore] (reading, deleting and listing
+// records, for operators' tools).
+//
 // The split follows database/sql and database/sql/driver: what callers use lives
 // in idempotent, what a store must implement lives here.
 //

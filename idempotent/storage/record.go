@@ -110,7 +110,7 @@ func (r *Record) Expired(now time.Time) bool {
 // not serializable), whose duplicates get idempotent.ErrResponseNotStored.
 // Data that does not decode is an error wrapping ErrCorruptRecord. The engine
 // reads every replay this way; so can tools that read records (the idemkit
-// command, with the stores' Get and Scan).
+// command, with an AdminStore's Get and Scan).
 func (r *Record) Response() (response []byte, stored bool, err error) {
 	response, stored, err = envelope.Decode(r.Data)
 	if err != nil {

@@ -7,11 +7,14 @@
 //
 // The suite depends only on the standard library and package storage. The
 // cases of the optional capabilities storage.StepStore (steps and
-// suspension) and storage.TxStore (transactional completion) run only on
+// suspension), storage.TxStore (transactional completion) and
+// storage.AdminStore (operators' reads, deletes and scans) run only on
 // stores that implement them. A TxStore also runs RunTx, the cases with
-// writes of its own kind, which it makes through a TxWrites:
+// writes of its own kind, which it makes through a TxWrites; an AdminStore
+// runs RunAdmin, with a function that writes a record it cannot read:
 //
 //	storetest.RunTx(t, store, myWrites{table: "storetest_writes"})
+//	storetest.RunAdmin(t, store, func(ctx context.Context, id string) error { ... })
 //
 // Every case uses fresh random record IDs, so one store (or one table) can serve
 // the whole suite and be shared with other tests. Times are passed explicitly,

@@ -29,21 +29,24 @@ type testCase struct {
 type capability int
 
 const (
-	base      capability = iota // the Store contract alone
-	stepStore                   // storage.StepStore
-	txStore                     // storage.TxStore
+	base       capability = iota // the Store contract alone
+	stepStore                    // storage.StepStore
+	txStore                      // storage.TxStore
+	adminStore                   // storage.AdminStore
 )
 
 // Run checks store against the Store contract. The cases of the optional
-// capabilities storage.StepStore and storage.TxStore (the transaction's
-// record: commit, fence, rollback, retry, a commit without a record) run
-// only when store implements them; on a *testing.T they are then reported
+// capabilities storage.StepStore, storage.TxStore (the transaction's
+// record: commit, fence, rollback, retry, a commit without a record) and
+// storage.AdminStore (get, delete as read, a change or a release since the
+// read, scan by prefix and status) run only when store implements them; on a *testing.T they are then reported
 // as skipped. With a *testing.T each case is a subtest; with any other
 // testing.TB the cases run in sequence and failures name their case.
-// RunTx adds the transaction cases with the store's own writes.
+// RunTx adds the transaction cases with the store's own writes, RunAdmin
+// the corrupt records an AdminStore reports.
 func Run(t testing.TB, store storage.Store) {
 	t.Helper()
-	run(t, store, append(append(cases(), textCases()...), txCases()...), nil)
+	run(t, store, append(append(append(cases(), textCases()...), txCases()...), adminCases()...), nil)
 }
 
 // run runs the cases on store, skipping those of a capability it lacks.
@@ -51,6 +54,7 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 	t.Helper()
 	steps, _ := store.(storage.StepStore)
 	txs, _ := store.(storage.TxStore)
+	admin, _ := store.(storage.AdminStore)
 	base := time.Unix(time.Now().Unix(), 0)
 	missing := func(tc testCase) string {
 		switch {
@@ -58,6 +62,8 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 			return "the store is not a storage.StepStore"
 		case tc.needs == txStore && txs == nil:
 			return "the store is not a storage.TxStore"
+		case tc.needs == adminStore && admin == nil:
+			return "the store is not a storage.AdminStore"
 		}
 		return ""
 	}
@@ -67,23 +73,24 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 				if why := missing(tc); why != "" {
 					st.Skip(why)
 				}
-				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, writes: w, now: base, prefix: ""})
+				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, admin: admin, writes: w, now: base, prefix: ""})
 			})
 			continue
 		}
 		if missing(tc) != "" {
 			continue
 		}
-		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, writes: w, now: base, prefix: tc.name + ": "})
+		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, admin: admin, writes: w, now: base, prefix: tc.name + ": "})
 	}
 }
 
 type checker struct {
 	testing.TB
 	store  storage.Store
-	steps  storage.StepStore // nil unless store is one
-	txs    storage.TxStore   // nil unless store is one
-	writes TxWrites          // RunTx's
+	steps  storage.StepStore  // nil unless store is one
+	txs    storage.TxStore    // nil unless store is one
+	admin  storage.AdminStore // nil unless store is one
+	writes TxWrites           // RunTx's
 	now    time.Time
 	prefix string
 }

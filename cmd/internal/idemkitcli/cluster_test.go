@@ -177,7 +177,7 @@ func TestRedisCluster(t *testing.T) {
 		require.Equal(t, ExitOK, r.code, "record on primary %s: %s", addr, r.stderr)
 		assert.Contains(t, r.stdout, "forgotten")
 		_, err := store.Get(t.Context(), rec.ID)
-		require.ErrorIs(t, err, redisstore.ErrNotFound)
+		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 	r := run(t, later, "list", "--in-progress", "--redis-cluster", strings.Join(addrs, ","), "--redis-key-prefix", prefix)
 	require.Equal(t, ExitOK, r.code, r.stderr)

@@ -15,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
 // fakeRecords is a store of records held in a map, written by the test
 // directly: the commands' own logic, without a server.
 type fakeRecords struct {
+	storage.Store // nil: the commands never claim, complete or release
+
 	mu      sync.Mutex
 	recs    map[string]storage.Record
 	foreign map[string]bool // ids of records another tool wrote: read as corrupt
@@ -36,7 +37,7 @@ func newFake(recs ...storage.Record) *fakeRecords {
 }
 
 func (f *fakeRecords) corrupt(id string) error {
-	return &redisstore.CorruptError{ID: id, Type: "hash", Fields: map[string]string{"status": "INPROGRESS"},
+	return &storage.CorruptRecordError{ID: id, Fields: map[string]string{"status": `"INPROGRESS"`},
 		Err: fmt.Errorf("%w: not this library's record", storage.ErrCorruptRecord)}
 }
 
@@ -48,7 +49,7 @@ func (f *fakeRecords) Get(_ context.Context, id string) (storage.Record, error) 
 	}
 	rec, ok := f.recs[id]
 	if !ok {
-		return storage.Record{}, fmt.Errorf("fake: %w", redisstore.ErrNotFound)
+		return storage.Record{}, fmt.Errorf("fake: %w", storage.ErrNotFound)
 	}
 	return rec, nil
 }
@@ -57,28 +58,34 @@ func (f *fakeRecords) Delete(_ context.Context, rec storage.Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if got, ok := f.recs[rec.ID]; !ok || got.Lease != rec.Lease || got.Status != rec.Status {
-		return fmt.Errorf("fake: %w", redisstore.ErrChanged)
+		return fmt.Errorf("fake: %w", storage.ErrChanged)
 	}
 	delete(f.recs, rec.ID)
 	return nil
 }
 
-func (f *fakeRecords) scan(_ context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
+// Scan passes every record of opts.Status, whatever opts.IDPrefix: the tests
+// check list's own filter (ofPrefix), which keeps idemkit's id shape alone.
+func (f *fakeRecords) Scan(_ context.Context, opts storage.ScanOptions, fn func(storage.Record, error) bool) error {
 	f.mu.Lock()
 	ids := slices.Sorted(maps.Keys(f.recs))
 	for id := range f.foreign {
 		ids = append(ids, id)
 	}
 	f.mu.Unlock()
-	var p scanProgress
-	defer func() { progress(p) }()
+	var p storage.ScanProgress
+	defer func() {
+		if opts.Progress != nil {
+			opts.Progress(p)
+		}
+	}()
 	for _, id := range ids {
-		p.scanned++
+		p.Scanned++
 		rec, err := f.Get(context.Background(), id)
-		if err == nil && opts.status != "" && rec.Status != opts.status {
+		if err == nil && opts.Status != "" && rec.Status != opts.Status {
 			continue
 		}
-		p.matched++
+		p.Matched++
 		if !fn(rec, err) {
 			return nil
 		}

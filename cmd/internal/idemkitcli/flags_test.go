@@ -18,6 +18,7 @@ import (
 // and why. Every other field must have one.
 var noFlag = map[string]string{
 	"MaxItemBytes": "bounds the writes of Complete and AppendStep; the command never writes a record",
+	"ScanPageSize": "how list pages its Scan, not where records are: DynamoDB's own pages serve",
 }
 
 // storeOnlyFlags are the store flags that are not dynamostore layout flags.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -78,9 +79,9 @@ type response struct {
 }
 
 // httpForm is the JSON form in which the HTTP front doors store a response
-// (idempotent/internal/httprules.Response, a stored format: fields are only
-// ever added). Decoded here rather than imported: that package is internal
-// to idempotent/.
+// (idempotent/nethttp's storedResponse, a stored format: fields are only
+// ever added). Decoded here rather than imported: that type is unexported
+// in package nethttp.
 type httpForm struct {
 	StatusCode        *int                `json:"statusCode"`
 	Headers           map[string]string   `json:"headers"`
@@ -294,7 +295,7 @@ func (c *Command) read(ctx context.Context, r records, id string, withResponse b
 			return v, rec, &exitError{code: ExitCorrupt}
 		}
 		return v, rec, nil
-	case isNotFound(err):
+	case errors.Is(err, storage.ErrNotFound):
 		return view{}, rec, &exitError{code: ExitNotFound,
 			err: fmt.Errorf("no record %s in %s (%s)", id, r.name(), wordsOf(r).goneReasons())}
 	case isCorrupt(err):
@@ -409,7 +410,7 @@ func (c *Command) forget(ctx context.Context, args []string) error {
 		return nil
 	}
 	if err := r.Delete(ctx, rec); err != nil {
-		if isChanged(err) {
+		if errors.Is(err, storage.ErrChanged) {
 			return &exitError{code: ExitRefused, err: fmt.Errorf("record %s changed since it was read (completed, taken over, claimed anew or gone): "+
 				"nothing deleted; inspect it again", id)}
 		}
@@ -419,4 +420,4 @@ func (c *Command) forget(ctx context.Context, args []string) error {
 	return nil
 }
 
-func isCorrupt(err error) bool { return err != nil && errorsIsCorrupt(err) }
+func isCorrupt(err error) bool { return errors.Is(err, storage.ErrCorruptRecord) }

@@ -3,7 +3,6 @@ package idemkitcli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,31 +21,36 @@ func ofPrefix(id, prefix string) bool {
 	return ok && len(hash) == 64 && strings.Trim(hash, "0123456789abcdef") == ""
 }
 
-func errorsIsCorrupt(err error) bool { return errors.Is(err, storage.ErrCorruptRecord) }
-
 // listWords are list's lines on Stderr: what it reads, before it starts;
 // one page read; and what it read in all. A store that reads otherwise than
 // a Scan of every item, billed by the item (DynamoDB's, which a store
 // without its own words gets: scanWords), says what it reads itself.
 type listWords interface {
-	listStart(opts scanOptions) string
-	listPage(p scanProgress) string
-	listDone(p scanProgress) string
+	listStart(opts storage.ScanOptions) string
+	listPage(p storage.ScanProgress) string
+	listDone(p storage.ScanProgress) string
 }
 
-// scanWords are a Scan's: every item read, and billed, whatever is listed.
-type scanWords struct{ name string }
+// readUnits is a store whose Scans report the read capacity they consumed
+// (dynamostore's).
+type readUnits interface{ ScanReadUnits() float64 }
 
-func (w scanWords) listStart(scanOptions) string {
+// scanWords are a Scan's: every item read, and billed, whatever is listed.
+type scanWords struct {
+	name  string
+	units func() float64 // the read units consumed so far
+}
+
+func (w scanWords) listStart(storage.ScanOptions) string {
 	return fmt.Sprintf("scanning %s for INPROGRESS records: this reads every item (a Scan), and is billed for it", w.name)
 }
 
-func (scanWords) listPage(p scanProgress) string {
-	return fmt.Sprintf("page %d: %d items read, %d in progress, %.1f read units", p.pages, p.scanned, p.matched, p.readUnits)
+func (w scanWords) listPage(p storage.ScanProgress) string {
+	return fmt.Sprintf("page %d: %d items read, %d in progress, %.1f read units", p.Pages, p.Scanned, p.Matched, w.units())
 }
 
-func (scanWords) listDone(p scanProgress) string {
-	return fmt.Sprintf("%d items read in %d pages, %.1f read units", p.scanned, p.pages, p.readUnits)
+func (w scanWords) listDone(p storage.ScanProgress) string {
+	return fmt.Sprintf("%d items read in %d pages, %.1f read units", p.Scanned, p.Pages, w.units())
 }
 
 // listed is one line of list.
@@ -91,22 +95,28 @@ func (c *Command) list(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = r.close() }()
 	now := c.now()
-	opts := scanOptions{status: storage.StatusInProgress}
+	opts := storage.ScanOptions{Status: storage.StatusInProgress}
 	if prefix != "" {
-		opts.idPrefix = prefix + "#"
+		opts.IDPrefix = prefix + "#"
 	}
-	var words listWords = scanWords{r.name()}
+	sw := scanWords{name: r.name(), units: func() float64 { return 0 }}
+	if u, ok := r.(readUnits); ok {
+		start := u.ScanReadUnits()
+		sw.units = func() float64 { return u.ScanReadUnits() - start }
+	}
+	var words listWords = sw
 	if w, ok := r.(listWords); ok {
 		words = w
 	}
 	fmt.Fprintf(c.Stderr, "idemkit: %s\n", words.listStart(opts))
 	var found []listed
-	var last scanProgress
+	var last storage.ScanProgress
 	skipped := 0
-	err = r.scan(ctx, opts, func(p scanProgress) {
+	opts.Progress = func(p storage.ScanProgress) {
 		last = p
 		fmt.Fprintf(c.Stderr, "idemkit: %s\n", words.listPage(p))
-	}, func(rec storage.Record, err error) bool {
+	}
+	err = r.Scan(ctx, opts, func(rec storage.Record, err error) bool {
 		id := rec.ID
 		if err != nil {
 			id, _ = rawOf(err)

@@ -44,34 +44,25 @@ func (p *pgRecords) name() string {
 	return fmt.Sprintf("PostgreSQL table %s (%s)", table, p.where)
 }
 
-// pgPageSize is the rows each of list's queries returns at most.
-const pgPageSize = 1000
-
-func (p *pgRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	return p.Scan(ctx, pgstore.ScanOptions{Status: opts.status, IDPrefix: opts.idPrefix, PageSize: pgPageSize,
-		Progress: func(sp pgstore.ScanProgress) { progress(scanProgress{pages: sp.Pages, matched: sp.Matched}) },
-	}, fn)
-}
-
 // What list reads on PostgreSQL: pgstore.Store.Scan's queries, which return
 // the rows of one status alone (the server reads the others to find them),
 // not a Scan of every item, billed by the item.
 
-func (p *pgRecords) listStart(opts scanOptions) string {
+func (p *pgRecords) listStart(opts storage.ScanOptions) string {
 	what := "every row of the table"
-	if opts.idPrefix != "" {
-		what = fmt.Sprintf("every row whose id starts with %q (that range of the primary key)", opts.idPrefix)
+	if opts.IDPrefix != "" {
+		what = fmt.Sprintf("every row whose id starts with %q (that range of the primary key)", opts.IDPrefix)
 	}
 	return fmt.Sprintf("reading the %s rows of %s in id order, %d per query: the server reads %s to find them, "+
-		"and sends only those", opts.status, p.name(), pgPageSize, what)
+		"and sends only those", opts.Status, p.name(), p.Options().ScanPageSize, what)
 }
 
-func (p *pgRecords) listPage(sp scanProgress) string {
-	return fmt.Sprintf("query %d: %d INPROGRESS rows so far", sp.pages, sp.matched)
+func (p *pgRecords) listPage(sp storage.ScanProgress) string {
+	return fmt.Sprintf("query %d: %d INPROGRESS rows so far", sp.Pages, sp.Matched)
 }
 
-func (p *pgRecords) listDone(sp scanProgress) string {
-	return fmt.Sprintf("%d INPROGRESS rows in %d %s", sp.matched, sp.pages, map[bool]string{true: "query", false: "queries"}[sp.pages == 1])
+func (p *pgRecords) listDone(sp storage.ScanProgress) string {
+	return fmt.Sprintf("%d INPROGRESS rows in %d %s", sp.Matched, sp.Pages, map[bool]string{true: "query", false: "queries"}[sp.Pages == 1])
 }
 
 // PostgreSQL has no TTL: an expired row stays until a sweep deletes it.

@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idemkit/idempotent/dynamostore"
-	"github.com/idemkit/idemkit/idempotent/pgstore"
 	"github.com/idemkit/idemkit/idempotent/redisstore"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
@@ -63,31 +62,15 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.SuspendedAttr, "suspended-attr", "", `dynamostore Options.SuspendedAttr: marks an INPROGRESS record suspended after a handler error (default "suspended")`)
 }
 
-// records is what the commands need of a store.
+// records is a store the commands read, delete and list records of (the
+// storage.AdminStore capability every store of the module has), and name
+// in their messages.
 type records interface {
-	Get(ctx context.Context, id string) (storage.Record, error)
-	Delete(ctx context.Context, rec storage.Record) error
-	scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error
+	storage.AdminStore
 	// name says which store this is, for messages.
 	name() string
 	// close releases the store's connections.
 	close() error
-}
-
-// scanOptions filter a scan, whatever the store.
-type scanOptions struct {
-	status storage.Status
-	// idPrefix, when set, keeps only records whose id starts with it. The
-	// store may apply it while reading (Redis: SCAN MATCH) or not at all:
-	// the caller filters again.
-	idPrefix string
-}
-
-// scanProgress is a store's scan progress, whatever the store.
-type scanProgress struct {
-	pages            int
-	scanned, matched int64
-	readUnits        float64
 }
 
 type dynamoRecords struct {
@@ -106,12 +89,6 @@ func (d *dynamoRecords) name() string {
 	return fmt.Sprintf("DynamoDB table %s (%s)", d.table, where)
 }
 
-func (d *dynamoRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	return d.Scan(ctx, dynamostore.ScanOptions{Status: opts.status, Progress: func(p dynamostore.ScanProgress) {
-		progress(scanProgress{pages: p.Pages, scanned: p.Scanned, matched: p.Matched, readUnits: p.ReadUnits})
-	}}, fn)
-}
-
 func (d *dynamoRecords) close() error { return nil }
 
 // redisRecords is a Redis server, or a Redis Cluster when cluster is set.
@@ -127,12 +104,6 @@ func (r *redisRecords) name() string {
 		return "Redis Cluster at " + r.addr
 	}
 	return "Redis at " + r.addr
-}
-
-func (r *redisRecords) scan(ctx context.Context, opts scanOptions, progress func(scanProgress), fn func(storage.Record, error) bool) error {
-	return r.Scan(ctx, redisstore.ScanOptions{Status: opts.status, IDPrefix: opts.idPrefix, Progress: func(p redisstore.ScanProgress) {
-		progress(scanProgress{pages: p.Pages, scanned: p.Scanned, matched: p.Matched})
-	}}, fn)
 }
 
 func (r *redisRecords) close() error { return r.client.Close() }
@@ -335,65 +306,14 @@ func storeError(r records, err error) error {
 	return fmt.Errorf("%s: %w", r.name(), err)
 }
 
-// isNotFound and isChanged match either store's operator errors.
-func isNotFound(err error) bool {
-	return errors.Is(err, dynamostore.ErrNotFound) || errors.Is(err, redisstore.ErrNotFound) || errors.Is(err, pgstore.ErrNotFound)
-}
-
-func isChanged(err error) bool {
-	return errors.Is(err, dynamostore.ErrChanged) || errors.Is(err, redisstore.ErrChanged) || errors.Is(err, pgstore.ErrChanged)
-}
-
-// rawOf returns the stored form of a corrupt record, for showing: DynamoDB
-// attributes rendered with their types, or Redis hash fields.
+// rawOf returns the id and the stored form of a corrupt record, for
+// showing.
 func rawOf(err error) (id string, raw map[string]string) {
-	var dce *dynamostore.CorruptError
-	var rce *redisstore.CorruptError
-	switch {
-	case errors.As(err, &dce):
-		raw = make(map[string]string, len(dce.Item))
-		for k, v := range dce.Item {
-			raw[k] = renderAttr(v)
-		}
-		return dce.ID, raw
-	case errors.As(err, &rce):
-		raw = map[string]string{}
-		for k, v := range rce.Fields {
-			raw[k] = fmt.Sprintf("%q", v)
-		}
-		if rce.Type != "hash" {
-			raw["(redis type)"] = rce.Type
-		}
-		return rce.ID, raw
+	var ce *storage.CorruptRecordError
+	if errors.As(err, &ce) {
+		return ce.ID, ce.Fields
 	}
 	return "", nil
-}
-
-// renderAttr shows a DynamoDB attribute value as TYPE value.
-func renderAttr(av types.AttributeValue) string {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		return fmt.Sprintf("S %q", v.Value)
-	case *types.AttributeValueMemberN:
-		return "N " + v.Value
-	case *types.AttributeValueMemberB:
-		return fmt.Sprintf("B (%d bytes)", len(v.Value))
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprintf("BOOL %t", v.Value)
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return fmt.Sprintf("M (%d entries)", len(v.Value))
-	case *types.AttributeValueMemberL:
-		return fmt.Sprintf("L (%d elements)", len(v.Value))
-	case *types.AttributeValueMemberSS:
-		return fmt.Sprintf("SS %q", v.Value)
-	case *types.AttributeValueMemberNS:
-		return fmt.Sprintf("NS %v", v.Value)
-	case *types.AttributeValueMemberBS:
-		return fmt.Sprintf("BS (%d elements)", len(v.Value))
-	}
-	return fmt.Sprintf("%T", av)
 }
 
 // awsString is aws.ToString, named for the reader.
