@@ -34,9 +34,10 @@ test: deps-test vet lint lint-ci test-go test-min-go test-infra
 # Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local, a
 # redis-server and a throwaway PostgreSQL cluster on loopback (the Redis and PostgreSQL stores' floors); writes
 # BENCHMARKS.md. Needs Go, Java 17+, Node.js/npm (the pinned Powertools comparison in bench/powertools),
-# redis-server, PostgreSQL's server programs and PgBouncer (WITH_SERVICES starts it, unused by the harness). Fails
-# if a calls-per-invocation target (DynamoDB, Redis or PostgreSQL round trips) is missed. About 4 minutes on 2
-# cores (about 5 with cold caches).
+# redis-server, PostgreSQL's server programs, PgBouncer (WITH_SERVICES starts it, unused by the harness) and
+# valgrind (§2, §9 and §10 count client instructions with its callgrind). Fails if a calls-per-invocation target
+# (DynamoDB, Redis or PostgreSQL round trips) or a client-instructions ceiling is missed. About 15 minutes on 2
+# cores: about 13 before the callgrind runs, which add about 2.5 (3 rounds of 2 drivers for each of 3 doors).
 .PHONY: bench
 bench: deps-bench
 	[ bench/powertools/node_modules/.package-lock.json -nt bench/powertools/package-lock.json ] || \

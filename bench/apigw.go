@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +35,11 @@ const apigwEventFile = "events/payments-new.json"
 
 // apigwResult is §10's measurements.
 type apigwResult struct {
-	Floor []floorResult
-	CPU   cpuPairs
-	Calls []callsResult
+	Floor    []floorResult
+	CPU      cpuPairs
+	Instr    instrPairs // client instructions, the CPU drivers under callgrind
+	InstrErr string     // why Instr was not measured ("" if it was)
+	Calls    []callsResult
 }
 
 // apigwDoor is the wrapped and the bare Lambda handler of §10, and the
@@ -128,7 +131,7 @@ func (d *apigwDoor) eventV1(key string) (events.APIGatewayProxyRequest, error) {
 // stored response too).
 func (d *apigwDoor) bareHandler(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	sum := sha256.Sum256([]byte(ev.Headers["idempotency-key"]))
-	id, lease := "bareapigw#"+hex.EncodeToString(sum[:]), randomHex(16)
+	id, lease := d.floor.recordIDOf(sum), randomHex(16)
 	fp := sha256.Sum256([]byte(ev.Body))
 	old, err := d.floor.claimAs(ctx, storeClaimFP, id, lease, hex.EncodeToString(fp[:]))
 	if err != nil {
@@ -288,6 +291,7 @@ func runAPIGW(ctx context.Context, e *env, table string, tmpl paymentEvent, c co
 	if err != nil {
 		return nil, err
 	}
+	d.floor.prefix = "apigw" // the engine's
 	res := &apigwResult{}
 	progress(fmt.Sprintf("calls per request, %d repetitions of each scenario", c.CallsReps))
 	res.Calls = d.runCalls(ctx, c.CallsReps)
@@ -295,6 +299,9 @@ func runAPIGW(ctx context.Context, e *env, table string, tmpl paymentEvent, c co
 	if res.Floor, err = measureFloor(ctx, "a", d.sides(), c.FloorRuns, c.FloorN, c.FloorWarmup); err != nil {
 		return res, err
 	}
-	res.CPU, err = runCPUPairs(ctx, e, "apigw", c, progress)
-	return res, err
+	if res.CPU, err = runCPUPairs(ctx, e, "apigw", c, progress); err != nil {
+		return res, err
+	}
+	res.Instr, res.InstrErr = measureInstr(ctx, e, "apigw", filepath.Join(c.Build, "callgrind"), c, progress)
+	return res, nil
 }

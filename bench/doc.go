@@ -13,13 +13,21 @@
 //     idempotent.WithClock, never by sleeping). A missed target makes the
 //     command fail.
 //  2. The distance from the floor: a wrapped invocation against the bare
-//     SDK calls it cannot avoid. Median latency, interleaved one invocation
+//     SDK calls it cannot avoid (the same calls, items of the same
+//     attributes and id length). Median latency, interleaved one invocation
 //     at a time, in several runs (the gate is the median of their ratios);
-//     client CPU per invocation, each path in a driver process of its own
-//     (getrusage), the two run side by side phase by phase (cpupair.go), in
-//     several rounds; then the wrapped driver against itself the same way,
-//     whose true ratio is 1, to show how finely the pairs resolve a ratio.
-//     §9 and §10 measure their front doors the same way.
+//     client instructions per invocation, counted by valgrind's callgrind
+//     (instr.go): each path's driver process under callgrind, its counters
+//     zeroed and dumped at marks around each measured phase, so start-up
+//     and warm-up are not in them, in a few rounds (the gate: Wrap ≤ 1.03;
+//     missed or not measured, the command fails), with the wrapped rounds
+//     against each other to show how finely they resolve (about a
+//     hundredth); client CPU seconds beside them, without a ceiling, each
+//     path in a driver process of its own (getrusage), the two run side by
+//     side phase by phase (cpupair.go), in several rounds, and the wrapped
+//     driver against itself the same way. §9 and §10 measure their front
+//     doors the same way (ceilings 1.05). Needs valgrind (scripts/ci-deps.sh
+//     bench installs it); without it the command fails at once.
 //  3. idemkit against Powertools for AWS Lambda (TypeScript), whose script
 //     and exact pins are in powertools/: client CPU per invocation (the
 //     target), throughput, latency and calls, with the same events, table
@@ -48,13 +56,15 @@
 //     beyond the store calls' own time) and the calls per request: new key,
 //     replay, in progress on another instance and on the same one; its
 //     client CPU against the floor's (2's method, ServeHTTP called in the
-//     driver's process). A missed calls target makes the command fail.
-//     Alone: -only 9.
+//     driver's process), and its client instructions (2's method; ceiling
+//     1.05). A missed calls target or instruction ceiling makes the command
+//     fail. Alone: -only 9.
 //  10. The API Gateway front door (apigw.go): apigateway.WrapV2 called as the
 //     Lambda runtime calls a handler, with the sample HTTP API event
 //     (events/payments-new.json) carrying the 1 KB payment: 2's method for
-//     median latency and client CPU, and the calls per request of WrapV2
-//     and WrapV1. A missed calls target makes the command fail.
+//     median latency, client instructions (ceiling 1.05) and client CPU,
+//     and the calls per request of WrapV2 and WrapV1. A missed calls target
+//     or instruction ceiling makes the command fail.
 //  11. The PostgreSQL store's distance from its floor (pgfloor.go): round
 //     trips per invocation, counted on the connection (internal/pgtrips,
 //     as pgstore's tests count them) for a new key (2), a replay (1), a
@@ -70,7 +80,7 @@
 // Usage:
 //
 //	scripts/with-dynamodb.sh scripts/with-redis.sh scripts/with-postgres.sh build/bench/idembench [-out BENCHMARKS.md] [-only 1,3] [flags]
-//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-door wrap|http|apigw] [-bare] [-sync] [-capacity] [-pad N]   (a child process of 2, 3, 6, 8, 9 and 10)
+//	build/bench/idembench drive -table T [-n N] [-c C] [-phases new,replay|mixed] [-door wrap|http|apigw] [-bare] [-sync] [-callgrind] [-capacity] [-pad N]   (a child process of 2, 3, 6, 8, 9 and 10)
 //
 // Each section runs on tables (DynamoDB and PostgreSQL) and Redis keys of its
 // own, created and deleted by the run. Sections 2, 3, 6, 8, 9 and 10 run their drivers as

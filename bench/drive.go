@@ -96,6 +96,7 @@ func driveMain(args []string) error {
 	doorName := fs.String("door", "wrap", "the front door: wrap (idempotent.Wrap), http (nethttp.Middleware, ServeHTTP called in process), apigw (apigateway.WrapV2)")
 	syncPhases := fs.Bool("sync", false, "before each measured phase, print a line \"ready\" and wait for a line on stdin (the parent starts two drivers' phases at once)")
 	bareRun := fs.Bool("bare", false, "run the door's floor (its bare path: the same store calls made by hand) instead of the door")
+	underCallgrind := fs.Bool("callgrind", false, "the driver runs under valgrind's callgrind (instr.go): collect the garbage before each measured phase, so that each starts from the same heap")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -211,9 +212,14 @@ func driveMain(args []string) error {
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		io0 := procIO()
+		if *underCallgrind {
+			runtime.GC()
+		}
 		ru0 := rusage()
 		start := time.Now()
+		callgrindZero()
 		lat, errs := runPhase(ctx, h, tmpl, ks, *conc)
+		callgrindDump()
 		elapsed := time.Since(start)
 		ru1 := rusage()
 		runtime.ReadMemStats(&ms1)
@@ -253,6 +259,18 @@ func driveMain(args []string) error {
 	}
 	return nil
 }
+
+// callgrindZero and callgrindDump mark a measured phase's start and end
+// for callgrind: instr.go runs the driver with --zero-before and
+// --dump-before on them, so each dump holds the instructions of exactly one
+// phase, every thread's, and none of start-up, warm-up or the harness's own
+// bookkeeping around the phase. Outside valgrind they cost a call each.
+//
+//go:noinline
+func callgrindZero() {}
+
+//go:noinline
+func callgrindDump() {}
 
 // mixedKeys turns fresh into a sequence in which a fraction dups of the
 // invocations repeat one of the last 2×conc keys sent, so some duplicates meet
@@ -351,7 +369,7 @@ type driveDoor struct {
 // floor when bare is set.
 func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table string, engine *idempotent.Engine, tmpl paymentEvent, pad int, ctype string) (driveDoor, error) {
 	none := func([]string) error { return nil }
-	floor := &bare{client: client, table: table}
+	floor := &bare{client: client, table: table, prefix: "bench"} // the engine's prefix
 	switch name {
 	case "wrap":
 		if bareRun {
@@ -404,6 +422,7 @@ func newDriveDoor(name string, bareRun bool, client *dynamodb.Client, table stri
 		if err != nil {
 			return driveDoor{}, err
 		}
+		d.floor.prefix = floor.prefix
 		h := d.wrapped
 		if bareRun {
 			h = d.bareHandler

@@ -37,6 +37,9 @@ type httpResult struct {
 	Floor   []floorResult       // over HTTP: new key, replay
 	Calls   []callsResult       // over HTTP: new key, replay, in progress
 	CPU     cpuPairs            // client CPU, ServeHTTP called in process, against the floor
+	Instr   instrPairs          // client instructions, the same drivers under callgrind
+	// InstrErr is why Instr was not measured ("" if it was).
+	InstrErr string
 }
 
 // added is a sub-benchmark's median cost less the bare handler's.
@@ -101,7 +104,7 @@ type httpBench struct {
 const benchTagHeader = "X-Bench-Tag"
 
 func startHTTPBench(ctx context.Context, client *dynamodb.Client, table string, tmpl paymentEvent) (*httpBench, func(), error) {
-	hb := &httpBench{tmpl: tmpl, floor: &bare{client: client, table: table},
+	hb := &httpBench{tmpl: tmpl, floor: &bare{client: client, table: table, prefix: "httpfloor"}, // the engines' prefix
 		counted: map[string]*calls{}, held: map[string]chan struct{}{}, started: map[string]chan struct{}{}}
 	mw := func() func(http.Handler) http.Handler {
 		return nethttp.Middleware(idempotent.New(dynamostore.New(client, table), idempotent.WithLogger(slog.New(slog.DiscardHandler)),
@@ -209,7 +212,7 @@ func (hb *httpBench) bare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum := sha256.Sum256([]byte(r.Header.Get(nethttp.HeaderIdempotencyKey)))
-	id, lease := "barehttp#"+hex.EncodeToString(sum[:]), randomHex(16)
+	id, lease := hb.floor.recordIDOf(sum), randomHex(16)
 	// The payload check every keyed request needs (422 for another body):
 	// the body's hash, as given, in the store's claim with a fingerprint.
 	fp := sha256.Sum256(body)
@@ -442,6 +445,9 @@ func runHTTPLoopback(ctx context.Context, e *env, table string, tmpl paymentEven
 	if err != nil {
 		return err
 	}
-	res.CPU, err = runCPUPairs(ctx, e, "http", c, progress)
-	return err
+	if res.CPU, err = runCPUPairs(ctx, e, "http", c, progress); err != nil {
+		return err
+	}
+	res.Instr, res.InstrErr = measureInstr(ctx, e, "http", filepath.Join(c.Build, "callgrind"), c, progress)
+	return nil
 }

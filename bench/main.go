@@ -42,6 +42,7 @@ type config struct {
 	FloorN, FloorWarmup, FloorRuns          int
 	CPUN, CPUC, CPUWarmup, CPURounds        int
 	CPUSelfRounds                           int
+	InstrN, InstrWarmup, InstrRounds        int
 	CompareN, CompareC, CompareRounds, Warm int
 	RedisFloorN, RedisFloorWarmup           int
 	PGFloorN, PGFloorWarmup                 int
@@ -79,6 +80,9 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.CPUWarmup, "cpu-warmup", 300, "unmeasured warm-up invocations per driver run (client CPU against the floor)")
 	fs.IntVar(&c.CPURounds, "cpu-rounds", 14, "driver runs of each path, wrapped and bare, alternating (client CPU against the floor)")
 	fs.IntVar(&c.CPUSelfRounds, "cpu-self-rounds", 8, "rounds of §2's wrapped driver against itself (the client CPU gates' resolution)")
+	fs.IntVar(&c.InstrN, "instr-n", 150, "new keys, then their replays, per driver run under callgrind (client instructions against the floor)")
+	fs.IntVar(&c.InstrWarmup, "instr-warmup", 20, "unmeasured warm-up invocations per driver run under callgrind")
+	fs.IntVar(&c.InstrRounds, "instr-rounds", 3, "driver runs of each path, wrapped and bare, under callgrind (client instructions against the floor)")
 	fs.IntVar(&c.CompareN, "compare-n", 4000, "invocations per phase and run (Powertools comparison)")
 	fs.IntVar(&c.CompareC, "compare-c", 16, "invocations in flight (Powertools comparison)")
 	fs.IntVar(&c.CompareRounds, "compare-rounds", 6, "runs of each implementation, alternating (Powertools comparison)")
@@ -120,6 +124,15 @@ func benchMain(args []string) error {
 	}
 	self, err := os.Executable()
 	if err != nil {
+		return err
+	}
+	if c.runs(2) || c.runs(9) || c.runs(10) {
+		if err := requireValgrind(); err != nil {
+			return err
+		}
+	}
+	instrDir := filepath.Join(c.Build, "callgrind")
+	if err := os.MkdirAll(instrDir, 0o755); err != nil {
 		return err
 	}
 
@@ -225,7 +238,9 @@ func benchMain(args []string) error {
 			if err != nil {
 				r.floorErr = err.Error()
 				progress("2 floor")("FAILED: " + err.Error())
+				return
 			}
+			r.floorInstr, r.floorInstrErr = measureInstr(ctx, e, "wrap", instrDir, c, progress("2 floor"))
 		})
 	}
 
@@ -354,8 +369,19 @@ func benchMain(args []string) error {
 	if c.runs(11) && r.pgErr != "" {
 		failed = append(failed, "PostgreSQL (not measured: "+r.pgErr+")")
 	}
-	if len(failed) > 0 {
+	var missed []string
+	for _, g := range r.instrGates() {
+		if !g.ok {
+			missed = append(missed, g.name)
+		}
+	}
+	switch {
+	case len(failed) > 0 && len(missed) > 0:
+		return fmt.Errorf("calls-per-invocation target missed: %s; client-instructions ceiling missed: %s (see %s)", strings.Join(failed, ", "), strings.Join(missed, ", "), c.Out)
+	case len(failed) > 0:
 		return fmt.Errorf("calls-per-invocation target missed: %s (see %s)", strings.Join(failed, ", "), c.Out)
+	case len(missed) > 0:
+		return fmt.Errorf("client-instructions ceiling missed: %s (see %s)", strings.Join(missed, ", "), c.Out)
 	}
 	return nil
 }

@@ -17,7 +17,8 @@
 #             /usr/sbin. Nothing if POSTGRES_POOLER_URL is set, or if PGBOUNCER names the program.
 #   node      Node.js and npm: the CDK CLI and stack tests (infra/), the Powertools comparison of make bench.
 #   make      make itself (.ci/run calls make test).
-#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres pgbouncer node;
+#   valgrind  valgrind (Debian package valgrind): make bench counts client instructions with its callgrind.
+#   demo = stress = dynamodb;  docs = dynamodb node postgres;  bench = dynamodb redis postgres pgbouncer node valgrind;
 #   test = make dynamodb redis postgres pgbouncer node. (bench takes pgbouncer because the Makefile runs it under
 #   the same scripts as the tests, scripts/with-pgbouncer.sh among them.)
 #
@@ -30,13 +31,13 @@ set -euo pipefail
 needs=()
 for arg in "${@:-test}"; do
   case $arg in
-    dynamodb | redis | postgres | pgbouncer | node | make) needs+=("$arg") ;;
+    dynamodb | redis | postgres | pgbouncer | node | make | valgrind) needs+=("$arg") ;;
     demo | stress) needs+=(dynamodb) ;;
     docs) needs+=(dynamodb node postgres) ;;
-    bench) needs+=(dynamodb redis postgres pgbouncer node) ;;
+    bench) needs+=(dynamodb redis postgres pgbouncer node valgrind) ;;
     test) needs+=(make dynamodb redis postgres pgbouncer node) ;;
     *)
-      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|postgres|pgbouncer|node|make]... (unknown: $arg)" >&2
+      echo "usage: scripts/ci-deps.sh [demo|stress|bench|docs|test|dynamodb|redis|postgres|pgbouncer|node|make|valgrind]... (unknown: $arg)" >&2
       exit 2
       ;;
   esac
@@ -61,6 +62,7 @@ java_major() { # prints the major version of java, or 0
 }
 
 if wants make; then need make make; fi
+if wants valgrind; then need valgrind valgrind; fi
 if wants redis && { [ -z "${REDIS_URL:-}" ] || [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; }; then need redis-server redis-server; fi
 if wants redis && [ -z "${REDIS_CLUSTER_ADDRS:-}" ]; then need redis-cli redis-tools; fi
 if wants postgres && [ -z "${POSTGRES_URL:-}" ] && [ -z "${PG_BINDIR:-}" ]; then

@@ -72,7 +72,7 @@ func TestReplay(t *testing.T) {
 				call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 					runs++
 					return tt.first, nil
-				}, apigateway.WithVolatileHeaders("x-request-id"))
+				}, nethttp.WithVolatileHeaders("x-request-id"))
 
 				first := call(post("key-1", `{"amount":100}`))
 				second := call(post("key-1", `{"amount":100}`))
@@ -117,7 +117,7 @@ func TestReplayCookies(t *testing.T) {
 			t.Parallel()
 			call := f.wrap(t, newEngine(idempotent.NewMemoryStore()), func(context.Context, req) (resp, error) {
 				return resp{status: http.StatusOK, cookies: []string{"a=1", "b=2; Secure"}, body: "ok"}, nil
-			}, apigateway.WithReplayCookies())
+			}, nethttp.WithReplayCookies())
 			first := call(post("k", "{}"))
 			second := call(post("k", "{}"))
 			assert.True(t, replayed(second))
@@ -186,12 +186,12 @@ func TestMethods(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		opts       []apigateway.Option
+		opts       []nethttp.Option
 		idempotent []string
 		through    []string
 	}{
 		{name: "default", idempotent: []string{"POST", "PATCH"}, through: []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}},
-		{name: "WithMethods", opts: []apigateway.Option{apigateway.WithMethods("put", "DELETE", "Post")}, idempotent: []string{"PUT", "DELETE", "POST"}, through: []string{"GET", "PATCH"}},
+		{name: "WithMethods", opts: []nethttp.Option{nethttp.WithMethods("put", "DELETE", "Post")}, idempotent: []string{"PUT", "DELETE", "POST"}, through: []string{"GET", "PATCH"}},
 	}
 	for _, f := range flavors {
 		for _, tt := range tests {
@@ -226,8 +226,8 @@ func TestMethods(t *testing.T) {
 	})
 	assert.PanicsWithValue(t, "apigateway: WrapV1: nil Engine", func() { wrapV1(t, nil, (&counter{}).handle) })
 	assert.PanicsWithValue(t, "apigateway: WrapV2: nil Engine", func() { wrapV2(t, nil, (&counter{}).handle) })
-	assert.PanicsWithValue(t, "apigateway: WithMethods: no methods", func() {
-		wrapV2(t, newEngine(idempotent.NewMemoryStore()), (&counter{}).handle, apigateway.WithMethods())
+	assert.PanicsWithValue(t, "nethttp: WithMethods: no methods", func() {
+		wrapV2(t, newEngine(idempotent.NewMemoryStore()), (&counter{}).handle, nethttp.WithMethods())
 	})
 }
 
@@ -447,12 +447,12 @@ func TestInProgress(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		opts       []apigateway.Option
+		opts       []nethttp.Option
 		retryAfter string
 	}{
 		{name: "default Retry-After", retryAfter: "1"},
-		{name: "WithRetryAfter rounds up", opts: []apigateway.Option{apigateway.WithRetryAfter(2500 * time.Millisecond)}, retryAfter: "3"},
-		{name: "WithRetryAfter at least a second", opts: []apigateway.Option{apigateway.WithRetryAfter(0)}, retryAfter: "1"},
+		{name: "WithRetryAfter rounds up", opts: []nethttp.Option{nethttp.WithRetryAfter(2500 * time.Millisecond)}, retryAfter: "3"},
+		{name: "WithRetryAfter at least a second", opts: []nethttp.Option{nethttp.WithRetryAfter(0)}, retryAfter: "1"},
 	}
 	for _, f := range flavors {
 		for _, tt := range tests {
@@ -575,7 +575,7 @@ func TestStoreFailure(t *testing.T) {
 			store := &fakeStore{StepStore: idempotent.NewMemoryStore(), claim: func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
 				return storage.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
 			}}
-			call := f.wrap(t, newEngine(store), c.handle, apigateway.WithRetryAfter(5*time.Second))
+			call := f.wrap(t, newEngine(store), c.handle, nethttp.WithRetryAfter(5*time.Second))
 			out := call(post("k", "{}"))
 			detail := requireProblem(t, out, http.StatusServiceUnavailable, nethttp.ProblemStoreUnavailable)
 			assert.Equal(t, "5", out.headers["Retry-After"])

@@ -4,26 +4,35 @@
 // sends a unique key with an unsafe request, and a retry with the same key
 // gets the first response again instead of repeating the side effect.
 //
-// WrapV1 wraps a REST API (payload format 1.0) handler and WrapV2 an HTTP API
-// (payload format 2.0) handler. Both translate between the event and
-// net/http around the middleware of package nethttp, as aws-lambda-go's
-// lambdaurl does for Function URLs: the event becomes an *http.Request
-// (method, path, query, headers, cookies, body decoded from base64), the
-// middleware (a front door of [idempotent.Engine]: one engine call per request,
-// over any [storage.Store]) parses the key, names the caller, fingerprints
-// the request and answers duplicates and failures, and the handler runs
-// with the original event; what the middleware answers is translated back
-// into the event response. So the HTTP rules below (keys, fingerprints,
-// stored statuses and headers, problem answers, handler failures) are one
-// implementation, and package nethttp answers every case alike:
+// The door has lambdaurl's shape (aws-lambda-go's, for Function URLs):
+// HandlerV1 serves REST API (payload format 1.0) events and HandlerV2 HTTP
+// API (payload format 2.0) events with an http.Handler, translating each
+// event into an *http.Request (method, path, query, headers, cookies, body
+// decoded from base64; the event itself in its context, for
+// RequestV1FromContext and RequestV2FromContext) and what the handler writes
+// back into the event response. Any net/http handler or middleware runs
+// behind API Gateway unchanged; idempotency is package nethttp's
+// middleware around it, with keys scoped to the authorizer's caller by
+// Scope:
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
+//	idem := nethttp.Middleware(idempotent.New(store), nethttp.WithScope(apigateway.Scope))
+//	lambda.Start(apigateway.HandlerV2(idem(mux)))
+//
+// WrapV1 and WrapV2 keep the typed form, a handler of the event itself: each
+// is the door around nethttp.Middleware around an http.Handler that calls
+// the typed handler with the event and writes its response. So the HTTP
+// rules below (keys, fingerprints, stored statuses and headers, problem
+// answers, handler failures) are package nethttp's, one implementation, and
+// its options (nethttp.WithMethods, nethttp.WithRetryAfter, ...) are
+// WrapV1's and WrapV2's:
+//
 //	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
 //	lambda.Start(apigateway.WrapV2(engine, createPayment))
 //
 // # Requests
 //
-// Requests whose method is POST or PATCH (see WithMethods) must carry an
+// Requests whose method is POST or PATCH (see nethttp.WithMethods) must carry an
 // Idempotency-Key header (unless the Engine was made with
 // idempotent.WithOptionalKey: a request without the header then runs without
 // idempotency); other methods go straight to the handler. Header names are matched case-insensitively. The key is either
@@ -70,10 +79,19 @@
 //
 // An event without an HTTP method is not an API Gateway proxy request of the
 // payload format version the function was wrapped for (a 2.0 event given to
-// WrapV1 has none, and the reverse): whether it needs a key cannot be told, so
-// it is refused, logged at error level, and the handler does not run.
+// WrapV1 or HandlerV1 has none, and the reverse): whether it needs a key
+// cannot be told, so it is refused, logged at error level, and the handler
+// does not run.
 //
-// Retry-After defaults to one second (see WithRetryAfter). A key reused for a
+// The typed handler of WrapV1 and WrapV2 gets the original event; the
+// response it returns reaches its client unchanged (the event response it
+// returned, not a translation of it). Its error or panic is answered with
+// nethttp.Fail: 500 internal-error, the record released, the error the
+// outcome's (a panic's value, when an error, stays matchable with
+// errors.Is). Behind HandlerV1 and HandlerV2, an http.Handler fails the
+// same way with nethttp.Fail, or by panicking.
+//
+// Retry-After defaults to one second (see nethttp.WithRetryAfter). A key reused for a
 // different request gets 422 whether the first request has finished or is
 // still running, and never sees the first request's response. When the first
 // response was too large for the store (DynamoDB items hold 400 KB; Lambda
@@ -101,10 +119,10 @@
 // the form package nethttp stores. Left
 // out of the record, and so of replays, are hop-by-hop headers (Connection and
 // the headers it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
-// Upgrade), Date, headers named with WithVolatileHeaders and cookies (the
+// Upgrade), Date, headers named with nethttp.WithVolatileHeaders and cookies (the
 // Set-Cookie header of either payload version and the Cookies of payload
 // 2.0). Cookies often carry session secrets, which should neither sit in the
-// store nor be handed to whoever presents the same key and body; WithReplayCookies
+// store nor be handed to whoever presents the same key and body; nethttp.WithReplayCookies
 // stores and replays them for handlers whose cookies are safe to repeat. The
 // first response always reaches its client unchanged.
 //
@@ -123,14 +141,20 @@
 // responses passes no principalId, only its context: name the context field
 // that identifies the caller with WithAuthorizerCaller (without it, such
 // requests share the anonymous scope, and the adapter logs a warning once).
+// Scope is this rule as a nethttp.WithScope function, and WrapV1 and WrapV2
+// scope their keys with it; WithAuthorizerCaller is the nethttp option that
+// scopes with the field instead.
 // An assumed role's ARN includes its session name, so a retry must come from
 // the same role session to be recognized.
 //
 // # Logs and metrics
 //
 // The core logs each outcome with the hashed record id, never the raw key or
-// body; the adapter adds an error-level line, with the stack of a panic, when
-// a handler fails. Both go to the Engine's logger (idempotent.WithLogger).
+// body; WrapV1 and WrapV2 add an error-level line, with the stack of a
+// panic, when a handler fails. Both go to the Engine's logger
+// (idempotent.WithLogger). HandlerV1 and HandlerV2, which know no Engine,
+// log what they refuse or recover, and Scope its warning, to
+// slog.Default().
 // Give the Engine idempotent.WithOutcomeHook for metrics; a response not
 // stored because of its status is reported as idempotent.OutcomeHandlerError,
 // as it releases the record the same way. Requests the adapter refuses with
@@ -145,13 +169,13 @@
 //
 // The core is configured once, by the options given to idempotent.New
 // (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
-// keys), and every front door given that Engine shares them. This package's
-// options are its own: the methods that need a key, Retry-After, the headers
-// and cookies stored (package nethttp's options, one implementation, under
-// the same names) and the authorizer field that names the caller. The
-// adapter derives the key, scope and payload from each request itself, and
-// stores the HTTP response form as JSON: idempotent.WithCodec does not apply
-// to it.
+// keys), and every front door given that Engine shares them. The HTTP
+// options are package nethttp's, given to nethttp.Middleware or to WrapV1
+// and WrapV2: the methods that need a key, Retry-After, the headers and
+// cookies stored, the body limit, and the caller's scope
+// (WithAuthorizerCaller is one). The middleware derives the key, scope and
+// payload from each request itself, and stores the HTTP response form as
+// JSON: idempotent.WithCodec does not apply to it.
 //
 // # Timeouts
 //
@@ -170,5 +194,6 @@
 // Idempotent is not exactly-once; pass idempotent.DownstreamKey(ctx) to
 // payment providers and other external APIs.
 //
-// The wrapped functions are safe for concurrent use.
+// The functions HandlerV1, HandlerV2, WrapV1 and WrapV2 return are safe for
+// concurrent use.
 package apigateway

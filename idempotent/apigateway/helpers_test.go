@@ -60,7 +60,7 @@ func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engin
 // caller, which asserts that the wrapped function never returns an error.
 type flavor struct {
 	name string
-	wrap func(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp
+	wrap func(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp
 }
 
 var flavors = []flavor{
@@ -78,7 +78,7 @@ func (r req) withDefaults() req {
 	return r
 }
 
-func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp {
 	wrapped := apigateway.WrapV1(e, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		out, err := h(ctx, req{method: ev.HTTPMethod, path: ev.Path, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		multi := maps.Clone(out.multi)
@@ -122,7 +122,7 @@ func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Op
 	}
 }
 
-func wrapV2(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+func wrapV2(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp {
 	wrapped := apigateway.WrapV2(e, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		out, err := h(ctx, req{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		return events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: out.multi, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}, err

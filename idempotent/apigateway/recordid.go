@@ -2,14 +2,16 @@ package apigateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/httprules"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
-// RecordID returns the id of the record WrapV1 and WrapV2 keep for a request
+// RecordID returns the id of the record WrapV1 and WrapV2 (and nethttp.Middleware
+// behind HandlerV1 or HandlerV2, scoped with Scope or WithAuthorizerCaller) keep for a request
 // whose Idempotency-Key header is key, exactly as sent (a bare token or an
 // RFC 8941 string, quotes included), from the caller named by kind and parts,
 // under prefix (the core's: idempotent.WithPrefix, by default the function's
@@ -32,12 +34,12 @@ import (
 // and 42 (a number) are different callers. An invalid key, an unknown kind or
 // the wrong number of parts is an error.
 func RecordID(prefix, key, kind string, parts ...string) (string, error) {
-	k, err := httprules.ParseKey([]string{key})
+	k, err := nethttp.ParseKey([]string{key})
 	if err != nil {
 		return "", fmt.Errorf("apigateway: RecordID: %w", err)
 	}
 	if k == "" {
-		return "", fmt.Errorf("apigateway: RecordID: %w", httprules.ErrKeyEmpty)
+		return "", errors.New("apigateway: RecordID: the Idempotency-Key header is empty")
 	}
 	want := map[string]int{callerJWT: 2, callerJWTClient: 2, callerLambda: 1, callerLambdaCtx: 2,
 		callerCognito: 2, callerIAM: 1, callerIAMCaller: 2, callerAPIKey: 1, anonymous: 0}

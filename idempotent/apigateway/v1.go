@@ -2,35 +2,63 @@ package apigateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
-// WrapV1 makes a REST API (Lambda proxy integration, payload format 1.0)
-// handler idempotent by its Idempotency-Key header, through e: its store keeps
-// the responses, and its settings (prefix, expiry, logger, hooks, optional
-// keys) apply. The result never returns an error: every failure is answered with an
-// HTTP status and an application/problem+json body (see the package
-// documentation). It can be passed to lambda.Start.
+// HandlerV1 serves REST API (Lambda proxy integration, payload format 1.0) events with h, as lambdaurl.Wrap serves
+// Function URL events: each event becomes an *http.Request (see the package
+// documentation, "Requests") whose context carries the event
+// (RequestV1FromContext), and what h writes becomes the event response. Any
+// http.Handler runs behind it unchanged; for idempotency, put
+// nethttp.Middleware around h, scoped with Scope. The result never returns
+// an error, and can be passed to lambda.Start.
+//
+// An event without an HTTP method is answered 400 malformed-request without
+// running h, and a panic that leaves h is answered 500 internal-error; both
+// are logged at error level to slog.Default().
+//
+// HandlerV1 panics if h is nil.
+func HandlerV1(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	if h == nil {
+		panic("apigateway: HandlerV1: nil handler")
+	}
+	d := &door[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{payload: payloadV1, h: h, log: slog.Default}
+	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		inv := &invocation[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{ev: ev}
+		d.serve(ctx, inv)
+		return d.response(&inv.rec), nil
+	}
+}
+
+// WrapV1 makes a typed REST API (Lambda proxy integration, payload format 1.0) handler idempotent by
+// its Idempotency-Key header, through e: its store keeps the responses, and
+// its settings (prefix, expiry, logger, hooks, optional keys) apply. It is
+// HandlerV1 around nethttp.Middleware(e, opts...) around handler, with keys
+// scoped to the authorizer's caller (see Scope; WithAuthorizerCaller names
+// a Lambda authorizer's field instead): opts are nethttp's options. The
+// handler gets the original event; a response it returns reaches its client
+// unchanged, and an error or panic is answered 500 internal-error and logged
+// (see the package documentation, "Answers"). The result never returns an
+// error, and can be passed to lambda.Start.
 //
 // WrapV1 panics if e or handler is nil, or if the options are invalid.
-func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...nethttp.Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	switch {
 	case e == nil:
 		panic("apigateway: WrapV1: nil Engine")
 	case handler == nil:
 		panic("apigateway: WrapV1: nil handler")
 	}
-	d := newDoor(e, handler, payload[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{
-		request: requestV1, write: writeV1, response: responseV1, caller: callerV1,
-	}, opts)
-	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		return d.serve(ctx, ev), nil
-	}
+	return wrap(e, handler, payloadV1, writeV1, opts)
 }
+
+var payloadV1 = payload[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{request: requestV1, response: responseV1}
 
 // requestV1 is a REST API event as an HTTP request: its method and path (of
 // the request context when the event's own are empty), query parameters
@@ -83,8 +111,8 @@ func headerV1(single map[string]string, multi map[string][]string) http.Header {
 	return h
 }
 
-func writeV1(w http.ResponseWriter, out *events.APIGatewayProxyResponse) {
-	writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
+func writeV1(w http.ResponseWriter, out *events.APIGatewayProxyResponse) written {
+	return writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
 }
 
 func responseV1(rec *recorder) events.APIGatewayProxyResponse {
@@ -92,10 +120,6 @@ func responseV1(rec *recorder) events.APIGatewayProxyResponse {
 	out.Headers, out.MultiValueHeaders, _ = rec.headers(false)
 	out.Body, out.IsBase64Encoded = rec.bodyOf()
 	return out
-}
-
-func callerV1(ev *events.APIGatewayProxyRequest) (string, map[string]any) {
-	return scopeV1(&ev.RequestContext), lambdaAuthorizerV1(&ev.RequestContext)
 }
 
 // scopeV1 names the caller of a REST API request: the Cognito user pool

@@ -2,36 +2,64 @@ package apigateway
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
+	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
-// WrapV2 makes an HTTP API (payload format 2.0) handler idempotent by its
-// Idempotency-Key header, through e: its store keeps the responses, and its
-// settings (prefix, expiry, logger, hooks, optional keys) apply. The result never
-// returns an error: every failure is answered with an HTTP status and an
-// application/problem+json body (see the package documentation). It can be
-// passed to lambda.Start.
+// HandlerV2 serves HTTP API (payload format 2.0) events with h, as lambdaurl.Wrap serves
+// Function URL events: each event becomes an *http.Request (see the package
+// documentation, "Requests") whose context carries the event
+// (RequestV2FromContext), and what h writes becomes the event response. Any
+// http.Handler runs behind it unchanged; for idempotency, put
+// nethttp.Middleware around h, scoped with Scope. The result never returns
+// an error, and can be passed to lambda.Start.
+//
+// An event without an HTTP method is answered 400 malformed-request without
+// running h, and a panic that leaves h is answered 500 internal-error; both
+// are logged at error level to slog.Default().
+//
+// HandlerV2 panics if h is nil.
+func HandlerV2(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if h == nil {
+		panic("apigateway: HandlerV2: nil handler")
+	}
+	d := &door[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{payload: payloadV2, h: h, log: slog.Default}
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		inv := &invocation[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{ev: ev}
+		d.serve(ctx, inv)
+		return d.response(&inv.rec), nil
+	}
+}
+
+// WrapV2 makes a typed HTTP API (payload format 2.0) handler idempotent by
+// its Idempotency-Key header, through e: its store keeps the responses, and
+// its settings (prefix, expiry, logger, hooks, optional keys) apply. It is
+// HandlerV2 around nethttp.Middleware(e, opts...) around handler, with keys
+// scoped to the authorizer's caller (see Scope; WithAuthorizerCaller names
+// a Lambda authorizer's field instead): opts are nethttp's options. The
+// handler gets the original event; a response it returns reaches its client
+// unchanged, and an error or panic is answered 500 internal-error and logged
+// (see the package documentation, "Answers"). The result never returns an
+// error, and can be passed to lambda.Start.
 //
 // WrapV2 panics if e or handler is nil, or if the options are invalid.
-func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...nethttp.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	switch {
 	case e == nil:
 		panic("apigateway: WrapV2: nil Engine")
 	case handler == nil:
 		panic("apigateway: WrapV2: nil handler")
 	}
-	d := newDoor(e, handler, payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{
-		request: requestV2, write: writeV2, response: responseV2, caller: callerV2,
-	}, opts)
-	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		return d.serve(ctx, ev), nil
-	}
+	return wrap(e, handler, payloadV2, writeV2, opts)
 }
+
+var payloadV2 = payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{request: requestV2, response: responseV2}
 
 // requestV2 is an HTTP API event as an HTTP request: its method, raw path
 // (the request context's path when it is empty), raw query (the query
@@ -63,8 +91,8 @@ func requestV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest) (*http.R
 	return r, nil
 }
 
-func writeV2(w http.ResponseWriter, out *events.APIGatewayV2HTTPResponse) {
-	writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
+func writeV2(w http.ResponseWriter, out *events.APIGatewayV2HTTPResponse) written {
+	return writeResponse(w, out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
 }
 
 func responseV2(rec *recorder) events.APIGatewayV2HTTPResponse {
@@ -72,10 +100,6 @@ func responseV2(rec *recorder) events.APIGatewayV2HTTPResponse {
 	out.Headers, out.MultiValueHeaders, out.Cookies = rec.headers(true)
 	out.Body, out.IsBase64Encoded = rec.bodyOf()
 	return out
-}
-
-func callerV2(ev *events.APIGatewayV2HTTPRequest) (string, map[string]any) {
-	return scopeV2(&ev.RequestContext), lambdaAuthorizerV2(&ev.RequestContext)
 }
 
 // lambdaAuthorizerV2 returns the context a Lambda authorizer gave an HTTP API

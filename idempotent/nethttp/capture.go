@@ -50,6 +50,7 @@ type capture struct {
 	silent bool            // the handler returned without a status or a body: settle answered 200 for it
 	direct bool            // a request without a key: the response passes through as soon as it begins
 	guard  txGuard         // the handler's transaction: while open, the response is held
+	failed error           // the failure the handler reported with Fail
 }
 
 // init readies c to capture a response meant for w.
@@ -225,7 +226,7 @@ func (c *capture) discard() { restore(c.w.Header(), c.outer) }
 // storedHeader returns the header of the response as the handler set it,
 // for the record: without the headers outer middleware set (with the same
 // values) before this one, which they set again for a duplicate, and without
-// trailers. The header filter of httprules drops the rest.
+// trailers. The header filter (headerFilter) drops the rest.
 func (c *capture) storedHeader() map[string][]string {
 	left := func(k string, v []string) bool {
 		if strings.HasPrefix(k, http.TrailerPrefix) {

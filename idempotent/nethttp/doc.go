@@ -2,9 +2,10 @@
 // the IETF Idempotency-Key header draft (draft-ietf-httpapi-idempotency-key-header):
 // a client sends a unique key with an unsafe request, and a retry with the
 // same key gets the first response again instead of repeating the side
-// effect. It is the apigateway adapter's semantics for any Go HTTP server:
+// effect. It is idemkit's one implementation of these rules, for any Go HTTP server:
 // behind a Lambda Function URL (aws-lambda-go's lambdaurl), behind Lambda Web
-// Adapter or an API Gateway proxy library, or off Lambda altogether.
+// Adapter or behind API Gateway (package apigateway's HandlerV1 and
+// HandlerV2), or off Lambda altogether.
 //
 // Middleware has the standard shape, func(http.Handler) http.Handler, and
 // works over any [storage.Store]; it is a front door of
@@ -21,8 +22,9 @@
 //
 // # Requests and answers
 //
-// Exactly those of the apigateway adapter, which runs its events through
-// this middleware, translated to net/http:
+// One set of rules for every HTTP front door: package apigateway's door
+// translates API Gateway events into requests for this middleware, so its
+// answers are these too:
 // which methods need a key (POST and PATCH by default, see WithMethods), the
 // key's syntax (an RFC 8941 string or a bare token, at most MaxKeyLength
 // bytes of printable ASCII), what a duplicate must repeat (method, path as
@@ -31,8 +33,9 @@
 // stored, which headers are left out of the record, and the problem+json
 // answers with their types and statuses: see the table in the apigateway
 // package documentation ("Answers"), which holds here but for the event
-// without an HTTP method, which net/http cannot receive. Two answers are the
-// middleware's own:
+// without an HTTP method, which net/http cannot receive (its door answers it
+// with Refuse). Key parsing is ParseKey. Three answers are the middleware's
+// own:
 //
 //	case                                         status  type (https://idemkit.dev/problems/...)
 //	request body larger than WithMaxBody         413     request-too-large      ProblemRequestTooLarge
@@ -89,8 +92,11 @@
 // its edges, is in docs/http-servers.md, "When the client hangs up"
 // (https://github.com/idemkit/idemkit/blob/main/docs/http-servers.md#when-the-client-hangs-up).
 //
-// A handler that panics releases the record and gets 500 internal-error
-// (logged at error level with the stack), so a retry runs it again; a panic
+// A handler that fails calls Fail (a handler that returns errors, such as
+// apigateway's typed ones, fails this way): the record is released, or
+// suspended when it holds steps, the outcome's error is the handler's, and
+// the client gets 500 internal-error, so a retry runs it again. A handler
+// that panics fails the same way (logged at error level with the stack); a panic
 // with http.ErrAbortHandler, or any panic after the response began to pass
 // through, aborts the response as net/http does. Requests without
 // idempotency (another method, no key under idempotent.WithOptionalKey,

@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -39,21 +38,17 @@ func Middleware(e *idempotent.Engine, opts ...Option) func(http.Handler) http.Ha
 	if e == nil {
 		panic("nethttp: Middleware: nil Engine")
 	}
-	o := httprules.DefaultConfig("nethttp")
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m := &middleware{Rules: httprules.New(e, o)}
+	m := newMiddleware(e, o)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("nethttp: Middleware: nil handler")
 		}
 		return &handler{m: m, next: next}
 	}
-}
-
-type middleware struct {
-	*httprules.Rules
 }
 
 type handler struct {
@@ -64,15 +59,15 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := h.m
 	method := strings.ToUpper(r.Method)
-	if !m.NeedsKey(method) {
+	if !m.needsKey[method] {
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	ctx := r.Context()
 	x := &exchange{h: h, w: w, r: r}
 	var call idempotent.Call
-	if !m.Disabled {
-		key, err := httprules.ParseKey(r.Header.Values(HeaderIdempotencyKey))
+	if !m.disabled {
+		key, err := ParseKey(r.Header.Values(HeaderIdempotencyKey))
 		if err != nil {
 			m.refuse(w, r, call, err)
 			return
@@ -80,26 +75,26 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// No header is an empty key, the core's to answer: ErrMissingKey, or
 		// a run without idempotency under idempotent.WithOptionalKey.
 		if key != "" {
-			if m.Scope != nil {
-				if call.Scope, err = m.Scope(r); err != nil {
-					m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": cannot name the caller; the handler did not run",
+			if m.scope != nil {
+				if call.Scope, err = m.scope(r); err != nil {
+					m.core.Logger().LogAttrs(ctx, slog.LevelError, "nethttp: cannot name the caller; the handler did not run",
 						slog.String("method", method), slog.String("error", err.Error()))
-					_ = m.Core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
-					writeProblem(w, httprules.Internal())
+					_ = m.core.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: scope: %w", idempotent.ErrInvalidKey, err))
+					writeProblem(w, internalProblem())
 					return
 				}
 			}
 			call.Key = key
-			fr := httprules.Request{Method: method, Path: r.URL.EscapedPath(), Query: httprules.CanonicalRawQuery(r.URL.RawQuery),
+			fr := fpRequest{Method: method, Path: r.URL.EscapedPath(), Query: canonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type")}
 			// Room to sort a JSON body's objects for its canonical form.
-			if x.body, err = m.readBody(r, fr.FingerprintRoom(), httprules.IsJSON(fr.ContentType)); err != nil {
+			if x.body, err = m.readBody(r, fr.FingerprintRoom(), isJSON(fr.ContentType)); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
 			fr.Body = x.body
 			// Into the body's spare capacity: one allocation for both.
-			fp, err := httprules.AppendFingerprint(x.body[len(x.body):], &fr)
+			fp, err := appendFingerprint(x.body[len(x.body):], &fr)
 			if err != nil {
 				m.refuse(w, r, call, err)
 				return
@@ -109,7 +104,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			x.keyed = true
 		}
 	}
-	res, err := m.Core.Do(ctx, call, x.work)
+	res, err := m.core.Do(ctx, call, x.work)
 	if x.keyed {
 		// The handler is done with the body: a read after this fails, as a
 		// read of net/http's own body after the handler returned does.
@@ -120,7 +115,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Run without idempotency: on the real writer, or (with a store
 		// that has transactions) through the capture, whose response passed
 		// through or was held for the handler's transaction, which committed.
-		x.delivered()
 		if x.c.w != nil {
 			x.c.deliver()
 		}
@@ -130,11 +124,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The core refused the call, or the handler's writes did not
 		// commit: then its response was held (see txGuard), and is dropped.
 		x.c.discardHeld()
-		writeProblem(w, httprules.Failure(err, m.RetryAfter))
+		writeProblem(w, failure(err, m.retryAfter))
 	case x.stored == nil:
 		// The core replays only what accept decoded.
-		m.Log().LogAttrs(ctx, slog.LevelError, m.Name+": the core replayed a response that was not decoded")
-		writeProblem(w, httprules.Internal())
+		m.core.Logger().LogAttrs(ctx, slog.LevelError, "nethttp: the core replayed a response that was not decoded")
+		writeProblem(w, internalProblem())
 	default:
 		x.replay()
 	}
@@ -144,8 +138,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuses itself, before any Do, and reports the refusal to the core, which
 // tells the outcome hook and the log (OutcomeRejected).
 func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempotent.Call, why error) {
-	p, err := httprules.Refusal(why)
-	_ = m.Core.Reject(r.Context(), call, err)
+	p, err := refusal(why)
+	_ = m.core.Reject(r.Context(), call, err)
 	writeProblem(w, p)
 }
 
@@ -158,8 +152,8 @@ func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte,
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	if r.ContentLength > m.MaxBody {
-		return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+	if r.ContentLength > m.maxBody {
+		return nil, &tooLargeError{Limit: m.maxBody}
 	}
 	// A declared length sizes the buffer, with a byte to spare for the read
 	// that finds the end; an undeclared one starts at 512 bytes and grows.
@@ -177,11 +171,11 @@ func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte,
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, len(buf)) // (an undeclared or wrong length)
 		}
-		n, err := r.Body.Read(buf[len(buf):min(int64(cap(buf)), m.MaxBody+1)])
+		n, err := r.Body.Read(buf[len(buf):min(int64(cap(buf)), m.maxBody+1)])
 		buf = buf[:len(buf)+n]
 		switch {
-		case int64(len(buf)) > m.MaxBody:
-			return nil, &httprules.TooLargeError{Limit: m.MaxBody}
+		case int64(len(buf)) > m.maxBody:
+			return nil, &tooLargeError{Limit: m.maxBody}
 		case err == io.EOF:
 			return buf, nil
 		case err != nil:
@@ -195,9 +189,9 @@ func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte,
 func (m *middleware) readError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return &httprules.TooLargeError{Limit: min(tooLarge.Limit, m.MaxBody)}
+		return &tooLargeError{Limit: min(tooLarge.Limit, m.maxBody)}
 	}
-	return &httprules.RequestError{Reason: "the request body could not be read"}
+	return &requestError{Reason: "the request body could not be read"}
 }
 
 // exchange is one request on its way through the core: the work and accept
@@ -209,26 +203,27 @@ type exchange struct {
 	keyed bool   // the call has a key: the core keeps a record of it
 	body  []byte // the request body, read once (keyed requests)
 
-	c        capture             // the handler's writer (keyed requests)
-	reqBody  requestBody         // the handler's request body (keyed requests)
-	err      error               // the handler's failure: its panic (*httprules.PanicError), its error (a typed handler's, see httprules.HandlerError), or ErrNoResponse
-	stored   *httprules.Response // the stored response accept decoded, on a replay
-	replBody []byte              // its body, decoded from base64 (else it is stored.Body)
+	c        capture         // the handler's writer (keyed requests)
+	reqBody  requestBody     // the handler's request body (keyed requests)
+	reported bool            // err is the handler's own, reported with Fail
+	err      error           // the handler's failure: its panic (*panicError), the error it reported with Fail, or ErrNoResponse
+	stored   *storedResponse // the stored response accept decoded, on a replay
+	replBody []byte          // its body, decoded from base64 (else it is stored.Body)
 }
 
 // work is what the core makes idempotent: it runs the handler and returns
 // the response to store, encoded, or an error that makes the core release
 // the record: the handler's panic or error, ErrNoResponse, or
-// httprules.NotStoredError. The handler's request carries ctx, with the
+// notStoredError. The handler's request carries ctx, with the
 // core's Invocation.
 func (x *exchange) work(ctx context.Context) ([]byte, error) {
-	transactional := x.h.m.Core.Transactional()
+	transactional := x.h.m.core.Transactional()
 	if !x.keyed && !transactional {
 		// Run on the real writer, without idempotency: nothing to add.
 		x.h.next.ServeHTTP(x.w, x.r.WithContext(ctx)) // a panic goes to net/http, as without the middleware
 		return nil, nil
 	}
-	x.c.init(x.w, x.h.m.MaxBody)
+	x.c.init(x.w, x.h.m.maxBody)
 	r := x.r.WithContext(ctx)
 	if transactional {
 		// The handler's writes commit when it returns: the guard holds the
@@ -259,31 +254,31 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		// released (or suspended, when it holds steps), so the retry runs.
 		x.err = fmt.Errorf("%w: %w", ErrNoResponse, context.Cause(ctx))
 		return nil, x.err
-	case !httprules.Storable(c.status):
-		return nil, &httprules.NotStoredError{Status: c.status}
+	case !storable(c.status):
+		return nil, &notStoredError{Status: c.status}
 	case c.passed != "":
 		// The client has (part of) the response already, and the record
 		// cannot hold it: completed without it, so a retry never runs the
 		// handler again and gets 409 response-not-stored.
-		return nil, x.h.m.Core.NotStored(errors.New(c.passed))
+		return nil, x.h.m.core.NotStored(errors.New(c.passed))
 	case c.held():
 		// Held past the limit for the handler's transaction: the client
 		// gets it after the commit; the record cannot hold it.
-		return nil, x.h.m.Core.NotStored(errors.New(passTooLarge))
+		return nil, x.h.m.core.NotStored(errors.New(passTooLarge))
 	}
 	header := c.storedHeader()
 	if !replayable(header) {
 		// JSON would change bytes that are not UTF-8: a replay would differ.
-		return nil, x.h.m.Core.NotStored(errors.New("a response header is not valid UTF-8"))
+		return nil, x.h.m.core.NotStored(errors.New("a response header is not valid UTF-8"))
 	}
-	resp := httprules.Response{StatusCode: c.status, MultiValueHeaders: header}
+	resp := storedResponse{StatusCode: c.status, MultiValueHeaders: header}
 	if b := c.body.String(); utf8.ValidString(b) {
 		resp.Body = b
 	} else {
 		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(b)), true
 	}
-	stored := x.h.m.Filter.Stored(&resp)
-	return httprules.Encode(&stored)
+	stored := x.h.m.filter.Stored(&resp)
+	return encodeStored(&stored)
 }
 
 // requestBody gives the handler the body read before it ran: once the
@@ -341,65 +336,55 @@ func replayable(h map[string][]string) bool {
 	return true
 }
 
-// run runs the handler once on the capture, recording its panic, or the
-// error of a typed handler behind a translation (httprules.HandlerError).
+// run runs the handler once on the capture, recording its panic or the
+// failure it reported with Fail.
 func (x *exchange) run(r *http.Request) {
 	defer func() {
-		if v := recover(); v != nil {
-			if he, ok := v.(*httprules.HandlerError); ok {
-				x.err = he.Err
-			} else {
-				x.err = &httprules.PanicError{Value: v, Stack: debug.Stack()}
-			}
+		switch v := recover(); {
+		case v != nil:
+			x.err = &panicError{value: v, stack: debug.Stack()}
+		case x.c.failed != nil:
+			x.err, x.reported = x.c.failed, true
 		}
 		x.c.settle()
 	}()
 	x.h.next.ServeHTTP(&x.c, r)
 }
 
-// delivered tells a front door's writer that the handler's own response is
-// passed on (see httprules.DeliveryNotee), before what was buffered of it is
-// written.
-func (x *exchange) delivered() {
-	if n, ok := x.w.(httprules.DeliveryNotee); ok {
-		n.Delivered()
-	}
-}
-
 // answerRun answers a keyed request that ran the handler, once the record
 // is settled: with its response, whatever happened to the record, or after
-// a panic, a handler error or ErrNoResponse with a 500 problem (a client
+// a panic, a Fail or ErrNoResponse with a 500 problem (a client
 // that hung up reads none of it; one whose lease's deadline came learns it
 // may retry). A panic after the response began to pass through, or a panic
 // with http.ErrAbortHandler, aborts the response as net/http does: the
 // client must not take a cut-off response for a whole one.
 func (x *exchange) answerRun(ctx context.Context) {
 	if x.err == nil {
-		x.delivered()
 		x.c.deliver()
 		return
 	}
-	pe, panicked := x.err.(*httprules.PanicError)     // run's, unwrapped
-	if panicked && pe.Value == http.ErrAbortHandler { // compared as net/http does
+	pe, panicked := x.err.(*panicError)               // run's, unwrapped
+	if panicked && pe.value == http.ErrAbortHandler { // compared as net/http does
 		panic(http.ErrAbortHandler)
 	}
-	if !errors.Is(x.err, ErrNoResponse) {
+	// A failure the handler reported with Fail is the handler's to log.
+	if !errors.Is(x.err, ErrNoResponse) && !x.reported {
 		attrs := []slog.Attr{slog.String("method", x.r.Method), slog.String("error", x.err.Error())}
 		if panicked {
-			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+			attrs = append(attrs, slog.String("stack", string(pe.stack)))
 		}
-		x.h.m.Log().LogAttrs(ctx, slog.LevelError, x.h.m.Name+": handler failed", attrs...)
+		x.h.m.core.Logger().LogAttrs(ctx, slog.LevelError, "nethttp: handler failed", attrs...)
 	}
 	if panicked && x.c.passed != "" {
 		panic(http.ErrAbortHandler)
 	}
 	x.c.discard()
-	writeProblem(x.w, httprules.Internal())
+	writeProblem(x.w, internalProblem())
 }
 
 // accept decodes a stored response before the core replays it.
 func (x *exchange) accept(raw []byte) error {
-	s, err := httprules.Decode(raw)
+	s, err := decodeStored(raw)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"encoding/binary"
@@ -28,7 +28,7 @@ func TestIsJSON(t *testing.T) {
 		"multipart/form-data; boundary=x":   false,
 		"text/x+json":                       false,
 	} {
-		assert.Equal(t, want, IsJSON(ct), ct)
+		assert.Equal(t, want, isJSON(ct), ct)
 	}
 }
 
@@ -47,7 +47,7 @@ func TestFingerprintJSON(t *testing.T) {
 			want = binary.AppendUvarint(want, uint64(len(part)))
 			want = append(want, part...)
 		}
-		got, err := AppendFingerprint(nil, &Request{Method: "POST", Path: "/payments", Query: "a=1", ContentType: "application/json; charset=utf-8", Body: []byte(body)})
+		got, err := appendFingerprint(nil, &fpRequest{Method: "POST", Path: "/payments", Query: "a=1", ContentType: "application/json; charset=utf-8", Body: []byte(body)})
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "canonical body of %d bytes", len(canon))
 	}
@@ -57,13 +57,13 @@ func TestFingerprintJSON(t *testing.T) {
 // its fingerprint.
 func TestFingerprintParts(t *testing.T) {
 	t.Parallel()
-	fp := func(r Request) string {
-		b, err := AppendFingerprint(nil, &r)
+	fp := func(r fpRequest) string {
+		b, err := appendFingerprint(nil, &r)
 		require.NoError(t, err)
 		return string(b)
 	}
-	base := Request{Method: "POST", Path: "/a", Query: "b=c", Body: []byte("d")}
-	for _, v := range []Request{
+	base := fpRequest{Method: "POST", Path: "/a", Query: "b=c", Body: []byte("d")}
+	for _, v := range []fpRequest{
 		{Method: "POST", Path: "/ab", Query: "=c", Body: []byte("d")},
 		{Method: "POST", Path: "/a", Query: "b=cd"},
 		{Method: "POS", Path: "T/a", Query: "b=c", Body: []byte("d")},
@@ -82,20 +82,20 @@ func TestFingerprintGolden(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		req  Request
+		req  fpRequest
 		want string
 	}{
-		{"raw", Request{Method: "POST", Path: "/p", Query: "a=1", ContentType: "text/plain", Body: []byte("b\x00dy")},
+		{"raw", fpRequest{Method: "POST", Path: "/p", Query: "a=1", ContentType: "text/plain", Body: []byte("b\x00dy")},
 			"idemkit/apigateway/fingerprint/v1\x04POST\x02/p\x03a=1\x03raw\x04b\x00dy"},
-		{"json", Request{Method: "PATCH", Path: "/p/%2F", ContentType: "application/json", Body: []byte(` {"z":[1, 2.50], "a":"<"} `)},
+		{"json", fpRequest{Method: "PATCH", Path: "/p/%2F", ContentType: "application/json", Body: []byte(` {"z":[1, 2.50], "a":"<"} `)},
 			"idemkit/apigateway/fingerprint/v1\x05PATCH\x06/p/%2F\x00\x04json\x1b" + `{"a":"\u003c","z":[1,2.50]}`},
-		{"no body", Request{Method: "POST", Path: "/p", ContentType: "application/json"},
+		{"no body", fpRequest{Method: "POST", Path: "/p", ContentType: "application/json"},
 			"idemkit/apigateway/fingerprint/v1\x04POST\x02/p\x00\x03raw\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := AppendFingerprint(nil, &tt.req)
+			got, err := appendFingerprint(nil, &tt.req)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, string(got))
 
@@ -103,7 +103,7 @@ func TestFingerprintGolden(t *testing.T) {
 				buf := append(make([]byte, 0, len(tt.req.Body)+spare), tt.req.Body...)
 				r := tt.req
 				r.Body = buf
-				got, err := AppendFingerprint(buf[len(buf):], &r)
+				got, err := appendFingerprint(buf[len(buf):], &r)
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, string(got), "spare %d", spare)
 				assert.Equal(t, string(tt.req.Body), string(buf), "the body is left as it was")

@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Response is an HTTP response in the form of an API Gateway proxy response
+// storedResponse is an HTTP response in the form of an API Gateway proxy response
 // (either payload version), and the form in which every HTTP front door
 // stores a response: its JSON is the record's data, so field names are a
 // stored format (add fields, never rename them).
@@ -16,7 +16,7 @@ import (
 // Body is a Go string, as in the events package: a body that is not valid
 // UTF-8 is carried base64-encoded (IsBase64Encoded), or the JSON encoding of
 // the response replaces its invalid bytes.
-type Response struct {
+type storedResponse struct {
 	StatusCode        int                 `json:"statusCode"`                  // the HTTP status
 	Headers           map[string]string   `json:"headers,omitempty"`           // single-value headers (API Gateway)
 	MultiValueHeaders map[string][]string `json:"multiValueHeaders,omitempty"` // the net/http middleware's headers, all here
@@ -25,10 +25,10 @@ type Response struct {
 	IsBase64Encoded   bool                `json:"isBase64Encoded,omitempty"`   // Body is base64
 }
 
-// Storable reports whether a response with this status is stored and
+// storable reports whether a response with this status is stored and
 // replayed: 2xx to 4xx, except the transient 408, 409, 425 and 429, whose
 // retry may well succeed.
-func Storable(status int) bool {
+func storable(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
 		return false
@@ -36,21 +36,21 @@ func Storable(status int) bool {
 	return status >= 200 && status <= 499
 }
 
-// NotStoredError makes the core release the record of a response whose
+// notStoredError makes the core release the record of a response whose
 // status is never stored (5xx and transient 4xx): the client's retry runs
 // again.
-type NotStoredError struct {
+type notStoredError struct {
 	Status int // the response's status
 }
 
 // Error names the status.
-func (e *NotStoredError) Error() string {
+func (e *notStoredError) Error() string {
 	return fmt.Sprintf("idempotent: status %d is not stored", e.Status)
 }
 
-// Encode serializes a stored form for the record: json.Marshal's bytes are
+// encodeStored serializes a stored form for the record: json.Marshal's bytes are
 // the stored format.
-func Encode(r *Response) ([]byte, error) {
+func encodeStored(r *storedResponse) ([]byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("idempotent: encode the response: %w", err)
@@ -58,32 +58,32 @@ func Encode(r *Response) ([]byte, error) {
 	return raw, nil
 }
 
-// Decode reads a stored form before it is replayed. A status no front door
+// decodeStored reads a stored form before it is replayed. A status no front door
 // ever stores means the record is not an HTTP front door's, or is damaged:
 // replaying it would answer garbage.
-func Decode(raw []byte) (*Response, error) {
-	var r Response
+func decodeStored(raw []byte) (*storedResponse, error) {
+	var r storedResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, err
 	}
-	if !Storable(r.StatusCode) {
+	if !storable(r.StatusCode) {
 		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
 	}
 	return &r, nil
 }
 
-// Filter decides which response headers are stored and replayed. Build it
-// once with NewFilter; it is safe for concurrent use.
-type Filter struct {
+// headerFilter decides which response headers are stored and replayed. Build it
+// once with newHeaderFilter; it is safe for concurrent use.
+type headerFilter struct {
 	drop          map[string]bool // lower-case names never stored
 	replayCookies bool
 }
 
-// NewFilter returns the filter that leaves out hop-by-hop headers, Date,
+// newHeaderFilter returns the filter that leaves out hop-by-hop headers, Date,
 // Idempotent-Replayed, the volatile headers (lower-case names) and, unless
 // replayCookies, Set-Cookie.
-func NewFilter(volatile []string, replayCookies bool) *Filter {
-	f := &Filter{drop: make(map[string]bool), replayCookies: replayCookies}
+func newHeaderFilter(volatile []string, replayCookies bool) *headerFilter {
+	f := &headerFilter{drop: make(map[string]bool), replayCookies: replayCookies}
 	for _, h := range [...]string{"connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "date", strings.ToLower(HeaderReplayed)} {
 		f.drop[h] = true
 	}
@@ -99,7 +99,7 @@ func NewFilter(volatile []string, replayCookies bool) *Filter {
 // Stored is the part of a response that is stored and replayed: all of it
 // but hop-by-hop headers (including those the Connection header names),
 // Date, volatile headers and, unless cookies are replayed, cookies. Strings
-// are as the client received them from the Lambda runtime (see AsSent).
+// are as the client received them from the Lambda runtime (see asSent).
 //
 // It runs on every first run: ordinary (ASCII) header names are matched
 // without allocating, all the kept values share one slice, and the names a
@@ -107,7 +107,7 @@ func NewFilter(volatile []string, replayCookies bool) *Filter {
 // whose headers are all kept as they are (the usual net/http response)
 // shares its MultiValueHeaders map with the result: the front doors only
 // encode it.
-func (f *Filter) Stored(r *Response) Response {
+func (f *headerFilter) Stored(r *storedResponse) storedResponse {
 	if s, ok := f.storedWhole(r); ok {
 		return s
 	}
@@ -119,25 +119,25 @@ func (f *Filter) Stored(r *Response) Response {
 }
 
 // storedWhole is Stored of a response with only multi-value headers, every
-// one kept, and nothing for AsSent to change, without copying them; ok is
+// one kept, and nothing for asSent to change, without copying them; ok is
 // false for any other response. A nil value list is left to stored, which
 // stores it as an empty one.
-func (f *Filter) storedWhole(r *Response) (s Response, ok bool) {
+func (f *headerFilter) storedWhole(r *storedResponse) (s storedResponse, ok bool) {
 	if len(r.Headers) > 0 || (f.replayCookies && r.Cookies != nil) {
-		return Response{}, false
+		return storedResponse{}, false
 	}
 	for k, v := range r.MultiValueHeaders {
 		// Connection is dropped, so a kept header is never listed in one.
 		if v == nil || !utf8.ValidString(k) || !f.keep(k, nil) {
-			return Response{}, false
+			return storedResponse{}, false
 		}
 		for _, x := range v {
 			if !utf8.ValidString(x) {
-				return Response{}, false
+				return storedResponse{}, false
 			}
 		}
 	}
-	s = Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
+	s = storedResponse{StatusCode: r.StatusCode, Body: asSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
 	if len(r.MultiValueHeaders) > 0 {
 		s.MultiValueHeaders = r.MultiValueHeaders
 	}
@@ -146,15 +146,15 @@ func (f *Filter) storedWhole(r *Response) (s Response, ok bool) {
 
 // stored is Stored with the names the Connection headers list; connection
 // reports whether r has a Connection header.
-func (f *Filter) stored(r *Response, listed map[string]bool) (s Response, connection bool) {
-	s = Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
+func (f *headerFilter) stored(r *storedResponse, listed map[string]bool) (s storedResponse, connection bool) {
+	s = storedResponse{StatusCode: r.StatusCode, Body: asSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
 	for k, v := range r.Headers {
 		connection = connection || strings.EqualFold(k, "Connection")
 		if f.keep(k, listed) {
 			if s.Headers == nil {
 				s.Headers = make(map[string]string, len(r.Headers))
 			}
-			s.Headers[AsSent(k)] = AsSent(v)
+			s.Headers[asSent(k)] = asSent(v)
 		}
 	}
 	var values []string // the kept values, each header's a capped part of it
@@ -167,15 +167,15 @@ func (f *Filter) stored(r *Response, listed map[string]bool) (s Response, connec
 			}
 			lo := len(values)
 			for _, x := range v {
-				values = append(values, AsSent(x)) // growing leaves the parts made before where they are
+				values = append(values, asSent(x)) // growing leaves the parts made before where they are
 			}
-			s.MultiValueHeaders[AsSent(k)] = values[lo:len(values):len(values)] // capped: an append copies; non-nil for a nil v
+			s.MultiValueHeaders[asSent(k)] = values[lo:len(values):len(values)] // capped: an append copies; non-nil for a nil v
 		}
 	}
 	if f.replayCookies && r.Cookies != nil {
 		s.Cookies = make([]string, len(r.Cookies))
 		for i := range r.Cookies {
-			s.Cookies[i] = AsSent(r.Cookies[i])
+			s.Cookies[i] = asSent(r.Cookies[i])
 		}
 	}
 	return s, connection
@@ -183,7 +183,7 @@ func (f *Filter) stored(r *Response, listed map[string]bool) (s Response, connec
 
 // connectionListed is the set of lower-case names the Connection headers
 // list: API Gateway merges both header maps.
-func connectionListed(r *Response) map[string]bool {
+func connectionListed(r *storedResponse) map[string]bool {
 	listed := map[string]bool{}
 	add := func(v string) {
 		for name := range strings.SplitSeq(v, ",") {
@@ -210,7 +210,7 @@ func connectionListed(r *Response) map[string]bool {
 // form. An ASCII name is lower-cased into a stack buffer (a map lookup by
 // string(buf) does not allocate); any other goes through strings.ToLower,
 // whose Unicode mapping (invalid bytes to U+FFFD, K to k...) it must match.
-func (f *Filter) keep(name string, listed map[string]bool) bool {
+func (f *headerFilter) keep(name string, listed map[string]bool) bool {
 	var buf [128]byte
 	if len(name) > len(buf) || !lowerASCII(buf[:], name) {
 		n := strings.ToLower(name)
@@ -236,23 +236,13 @@ func lowerASCII(buf []byte, name string) bool {
 	return true
 }
 
-// AsSent is s as the client received it: the Lambda runtime sends the
+// asSent is s as the client received it: the Lambda runtime sends the
 // response as JSON, which turns each byte that is not valid UTF-8 into
 // U+FFFD. The stored form holds the same, so a replay equals what the first
 // client got, and its JSON decodes to exactly what was encoded.
-func AsSent(s string) string {
+func asSent(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
 	return string([]rune(s)) // one U+FFFD per invalid byte, as encoding/json
-}
-
-// DeliveryNotee is implemented by a front door's writer that answers with
-// the handler's own response only when the middleware delivered it: the
-// middleware calls Delivered as it passes the handler's response on, before
-// it writes what it buffered of it (which such a writer need not keep). A
-// run whose transaction did not commit is answered with a problem instead,
-// and Delivered is not called (apigateway's typed handlers).
-type DeliveryNotee interface {
-	Delivered()
 }

@@ -1,4 +1,4 @@
-package httprules_test
+package nethttp_test
 
 // One table of cases for both HTTP front doors: the API Gateway adapter
 // (events in, events out, payload 1.0 and 2.0) and the net/http middleware
@@ -22,13 +22,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
+	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
-	"github.com/idemkit/idemkit/idempotent/internal/httprules"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 	"github.com/idemkit/idemkit/internal/testlog"
@@ -73,6 +72,7 @@ type driver struct {
 var drivers = []driver{
 	{name: "apigateway v1", start: startV1},
 	{name: "apigateway v2", start: startV2},
+	{name: "apigateway v2 http.Handler", start: startHandlerV2},
 	{name: "nethttp", start: startNetHTTP},
 }
 
@@ -94,7 +94,7 @@ func (r request) headers() http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", r.ctype)
 	if r.key != "" {
-		h.Set(httprules.HeaderIdempotencyKey, r.key)
+		h.Set(nethttp.HeaderIdempotencyKey, r.key)
 	}
 	for k, v := range r.header {
 		h.Set(k, v)
@@ -102,27 +102,27 @@ func (r request) headers() http.Header {
 	return h
 }
 
-// newEngine is the engine of one front door under test, quiet unless core
+// conformanceEngine is the engine of one front door under test, quiet unless core
 // says otherwise.
-func newEngine(store storage.StepStore, core []idempotent.Option) *idempotent.Engine {
+func conformanceEngine(store storage.StepStore, core []idempotent.Option) *idempotent.Engine {
 	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, core...)...)
 }
 
 func startV1(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV1(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	h := apigateway.WrapV1(conformanceEngine(store, core), func(ctx context.Context, ev lambdaevents.APIGatewayProxyRequest) (lambdaevents.APIGatewayProxyResponse, error) {
 		in := request{method: ev.HTTPMethod, path: ev.Path, body: ev.Body, header: map[string]string{}}
 		for k, v := range ev.MultiValueHeaders {
 			in.header[k] = strings.Join(v, ",")
 		}
 		out := handler(ctx, in)
-		return events.APIGatewayProxyResponse{StatusCode: out.status, MultiValueHeaders: out.header, Body: out.body}, out.err
+		return lambdaevents.APIGatewayProxyResponse{StatusCode: out.status, MultiValueHeaders: out.header, Body: out.body}, out.err
 	})
 	return func(r request) response {
 		r = r.withDefaults()
 		query, err := url.ParseQuery(r.query)
 		require.NoError(t, err)
-		ev := events.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, MultiValueHeaders: r.headers(), Body: r.body}
+		ev := lambdaevents.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, MultiValueHeaders: r.headers(), Body: r.body}
 		if len(query) > 0 {
 			ev.MultiValueQueryStringParameters = query
 		}
@@ -144,10 +144,10 @@ func startV1(t *testing.T, store storage.StepStore, handler func(context.Context
 
 func startV2(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV2(newEngine(store, core), func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h := apigateway.WrapV2(conformanceEngine(store, core), func(ctx context.Context, ev lambdaevents.APIGatewayV2HTTPRequest) (lambdaevents.APIGatewayV2HTTPResponse, error) {
 		in := request{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, body: ev.Body, header: ev.Headers}
 		out := handler(ctx, in)
-		resp := events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: map[string]string{}, Body: out.body}
+		resp := lambdaevents.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: map[string]string{}, Body: out.body}
 		for k, v := range out.header {
 			if k == "Set-Cookie" {
 				resp.Cookies = v // payload 2.0's own place for cookies
@@ -159,7 +159,7 @@ func startV2(t *testing.T, store storage.StepStore, handler func(context.Context
 	})
 	return func(r request) response {
 		r = r.withDefaults()
-		ev := events.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
+		ev := lambdaevents.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
 		for k, v := range r.headers() {
 			ev.Headers[strings.ToLower(k)] = strings.Join(v, ",") // as API Gateway sends them
 		}
@@ -183,9 +183,59 @@ func startV2(t *testing.T, store storage.StepStore, handler func(context.Context
 	}
 }
 
+// startHandlerV2 is the API Gateway door around an http.Handler, with
+// nethttp.Middleware around the handler; a failing handler calls
+// nethttp.Fail.
+func startHandlerV2(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+	t.Helper()
+	idem := nethttp.Middleware(conformanceEngine(store, core), nethttp.WithScope(apigateway.Scope))
+	h := apigateway.HandlerV2(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		in := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, body: string(body), header: map[string]string{}}
+		for k, v := range r.Header {
+			in.header[k] = strings.Join(v, ",")
+		}
+		out := handler(r.Context(), in)
+		if out.err != nil {
+			nethttp.Fail(w, out.err)
+			return
+		}
+		for k, v := range out.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(out.status)
+		_, _ = io.WriteString(w, out.body)
+	})))
+	return func(r request) response {
+		r = r.withDefaults()
+		ev := lambdaevents.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
+		for k, v := range r.headers() {
+			ev.Headers[strings.ToLower(k)] = strings.Join(v, ",") // as API Gateway sends them
+		}
+		ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = r.method, r.path
+		out, err := h(t.Context(), ev)
+		require.NoError(t, err, "the door never returns an error")
+		header := http.Header{}
+		for k, v := range out.Headers {
+			header.Set(k, v)
+		}
+		for k, vs := range out.MultiValueHeaders {
+			header.Del(k)
+			for _, v := range vs {
+				header.Add(k, v)
+			}
+		}
+		for _, c := range out.Cookies {
+			header.Add("Set-Cookie", c)
+		}
+		return response{status: out.StatusCode, header: header, body: out.Body}
+	}
+}
+
 func startNetHTTP(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
 	t.Helper()
-	idem := nethttp.Middleware(newEngine(store, core))
+	idem := nethttp.Middleware(conformanceEngine(store, core))
 	srv := httptest.NewServer(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		require.NoError(t, err)
@@ -317,7 +367,7 @@ func conformanceCases() []conformanceCase {
 		assert.Equal(t, "application/json", got.header.Get("Content-Type"))
 	}
 	mismatch := func(name string, r request) step {
-		return step{name: name, req: r, status: http.StatusUnprocessableEntity, problem: httprules.ProblemPayloadMismatch, runs: 1}
+		return step{name: name, req: r, status: http.StatusUnprocessableEntity, problem: nethttp.ProblemPayloadMismatch, runs: 1}
 	}
 	transient := func(status int) conformanceCase {
 		r := with(post("k-"+strconv.Itoa(status), `{}`), func(r *request) { r.header = header(hdrStatus, strconv.Itoa(status)) })
@@ -334,24 +384,24 @@ func conformanceCases() []conformanceCase {
 			{name: "another key runs", req: post("k2", `{"amount":100}`), status: http.StatusCreated, runs: 2},
 		}},
 		{name: "missing key", steps: []step{
-			{name: "no header", req: post("", `{}`), status: http.StatusBadRequest, problem: httprules.ProblemMissingKey},
+			{name: "no header", req: post("", `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey},
 		}},
 		{name: "malformed key", steps: []step{
-			{name: "unterminated quote", req: post(`"abc`, `{}`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidKey},
-			{name: "too long", req: post(strings.Repeat("k", httprules.MaxKeyLength+1), `{}`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidKey},
-			{name: "not ASCII", req: post("clé", `{}`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidKey},
-			{name: "a bare comma", req: post("a,b", `{}`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidKey},
+			{name: "unterminated quote", req: post(`"abc`, `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey},
+			{name: "too long", req: post(strings.Repeat("k", nethttp.MaxKeyLength+1), `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey},
+			{name: "not ASCII", req: post("clé", `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey},
+			{name: "a bare comma", req: post("a,b", `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey},
 		}},
 		{name: "methods without a key requirement pass through", steps: []step{
 			{name: "GET without a key", req: request{method: http.MethodGet}, status: http.StatusCreated, runs: 1},
 			{name: "GET again runs again", req: request{method: http.MethodGet}, status: http.StatusCreated, runs: 2},
-			{name: "PATCH needs one", req: request{method: http.MethodPatch, body: `{}`}, status: http.StatusBadRequest, problem: httprules.ProblemMissingKey, runs: 2},
+			{name: "PATCH needs one", req: request{method: http.MethodPatch, body: `{}`}, status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey, runs: 2},
 		}},
 		{name: "in progress", steps: []step{
 			{name: "first, held", req: with(post("k1", `{"a":1}`), func(r *request) { r.header = header(hdrHold, "1") }), hold: true, status: http.StatusCreated},
-			{name: "duplicate while it runs", req: post("k1", `{"a":1}`), status: http.StatusConflict, problem: httprules.ProblemInProgress, runs: 1,
+			{name: "duplicate while it runs", req: post("k1", `{"a":1}`), status: http.StatusConflict, problem: nethttp.ProblemInProgress, runs: 1,
 				check: func(t *testing.T, got, _ response) { assert.Equal(t, "1", got.header.Get("Retry-After")) }},
-			{name: "other body while it runs", req: post("k1", `{"a":2}`), status: http.StatusUnprocessableEntity, problem: httprules.ProblemPayloadMismatch, runs: 1},
+			{name: "other body while it runs", req: post("k1", `{"a":2}`), status: http.StatusUnprocessableEntity, problem: nethttp.ProblemPayloadMismatch, runs: 1},
 		}},
 		{name: "same key, another request", steps: []step{
 			{name: "first", req: request{path: "/payments", query: "currency=EUR", key: "k1", body: `{"amount":100}`}, status: http.StatusCreated, runs: 1},
@@ -374,8 +424,8 @@ func conformanceCases() []conformanceCase {
 			mismatch("other white space", request{ctype: "text/plain", key: "k1", body: "a  b"}),
 		}},
 		{name: "invalid JSON refused", steps: []step{
-			{name: "not JSON", req: post("k1", `{"amount":`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidJSON},
-			{name: "duplicate member", req: post("k2", `{"amount":1,"amount":2}`), status: http.StatusBadRequest, problem: httprules.ProblemInvalidJSON},
+			{name: "not JSON", req: post("k1", `{"amount":`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidJSON},
+			{name: "duplicate member", req: post("k2", `{"amount":1,"amount":2}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidJSON},
 		}},
 		{name: "4xx stored", steps: []step{
 			{name: "first", req: with(post("k1", `{}`), func(r *request) { r.header = header(hdrStatus, "404") }), status: http.StatusNotFound, runs: 1},
@@ -392,7 +442,7 @@ func conformanceCases() []conformanceCase {
 		transient(http.StatusTooEarly),
 		transient(http.StatusTooManyRequests),
 		{name: "handler failure released", steps: []step{
-			{name: "first fails", req: with(post("k1", `{}`), func(r *request) { r.header = header(hdrFail, "1") }), status: http.StatusInternalServerError, problem: httprules.ProblemInternal, runs: 1},
+			{name: "first fails", req: with(post("k1", `{}`), func(r *request) { r.header = header(hdrFail, "1") }), status: http.StatusInternalServerError, problem: nethttp.ProblemInternal, runs: 1},
 			{name: "retry runs again", req: post("k1", `{}`), status: http.StatusCreated, runs: 2},
 		}},
 		{name: "replays leave out hop-by-hop headers, Date and cookies", steps: []step{
@@ -489,9 +539,9 @@ func runCase(t *testing.T, d driver, c conformanceCase) {
 func checkStep(t *testing.T, s step, got, first response) {
 	t.Helper()
 	require.Equal(t, s.status, got.status, "step %q: status (body %s)", s.name, got.body)
-	assert.Equal(t, s.replayed, got.header.Get(httprules.HeaderReplayed) == "true", "step %q: Idempotent-Replayed", s.name)
+	assert.Equal(t, s.replayed, got.header.Get(nethttp.HeaderReplayed) == "true", "step %q: Idempotent-Replayed", s.name)
 	if s.problem != "" {
-		assert.Equal(t, httprules.ContentTypeProblem, got.header.Get("Content-Type"), "step %q", s.name)
+		assert.Equal(t, nethttp.ContentTypeProblem, got.header.Get("Content-Type"), "step %q", s.name)
 		assert.Equal(t, "no-store", got.header.Get("Cache-Control"), "step %q", s.name)
 		var p struct {
 			Type   string `json:"type"`
@@ -505,7 +555,7 @@ func checkStep(t *testing.T, s step, got, first response) {
 		assert.NotEmpty(t, p.Title, "step %q", s.name)
 		assert.NotEmpty(t, p.Detail, "step %q", s.name)
 	} else {
-		assert.NotEqual(t, httprules.ContentTypeProblem, got.header.Get("Content-Type"), "step %q: the handler's own answer", s.name)
+		assert.NotEqual(t, nethttp.ContentTypeProblem, got.header.Get("Content-Type"), "step %q: the handler's own answer", s.name)
 	}
 	if s.status != http.StatusConflict && s.status != http.StatusServiceUnavailable {
 		assert.Empty(t, got.header.Get("Retry-After"), "step %q", s.name)

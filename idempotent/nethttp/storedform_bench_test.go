@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"net/http"
@@ -8,8 +8,8 @@ import (
 // benchStoredResponse is a typical stored response, as the net/http
 // middleware stores it: 201, its headers in MultiValueHeaders, a small JSON
 // body (the one nethttp's BenchmarkMiddleware answers).
-func benchStoredResponse() *Response {
-	return &Response{
+func benchStoredResponse() *storedResponse {
+	return &storedResponse{
 		StatusCode: http.StatusCreated,
 		MultiValueHeaders: map[string][]string{
 			"Content-Type": {"application/json"},
@@ -24,7 +24,7 @@ func BenchmarkEncode(b *testing.B) {
 	r := benchStoredResponse()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Encode(r); err != nil {
+		if _, err := encodeStored(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -32,13 +32,13 @@ func BenchmarkEncode(b *testing.B) {
 
 // BenchmarkDecode decodes the typical response's record, as a replay does.
 func BenchmarkDecode(b *testing.B) {
-	raw, err := Encode(benchStoredResponse())
+	raw, err := encodeStored(benchStoredResponse())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Decode(raw); err != nil {
+		if _, err := decodeStored(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkStored filters the typical response with the default filter.
 func BenchmarkStored(b *testing.B) {
 	r := benchStoredResponse()
-	f := NewFilter(nil, false)
+	f := newHeaderFilter(nil, false)
 	b.ReportAllocs()
 	for b.Loop() {
 		if s := f.Stored(r); len(s.MultiValueHeaders) != 2 {

@@ -1,15 +1,15 @@
-package httprules
+package nethttp
 
-// The first implementation of Filter.Stored, kept as the reference the
+// The first implementation of headerFilter.Stored, kept as the reference the
 // hand-written one must equal (storedform_test.go).
 
 import (
 	"strings"
 )
 
-// referenceStored is Filter.Stored as it was: every name lower-cased with
+// referenceStored is headerFilter.Stored as it was: every name lower-cased with
 // strings.ToLower, the Connection-listed set always built.
-func referenceStored(f *Filter, r *Response) Response {
+func referenceStored(f *headerFilter, r *storedResponse) storedResponse {
 	listed := map[string]bool{} // API Gateway merges both header maps
 	var connection []string
 	for k, v := range r.Headers {
@@ -31,13 +31,13 @@ func referenceStored(f *Filter, r *Response) Response {
 		n := strings.ToLower(name)
 		return !f.drop[n] && !listed[n] && !strings.HasPrefix(n, "proxy-")
 	}
-	s := Response{StatusCode: r.StatusCode, Body: AsSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
+	s := storedResponse{StatusCode: r.StatusCode, Body: asSent(r.Body), IsBase64Encoded: r.IsBase64Encoded}
 	for k, v := range r.Headers {
 		if keep(k) {
 			if s.Headers == nil {
 				s.Headers = make(map[string]string, len(r.Headers))
 			}
-			s.Headers[AsSent(k)] = AsSent(v)
+			s.Headers[asSent(k)] = asSent(v)
 		}
 	}
 	for k, v := range r.MultiValueHeaders {
@@ -47,15 +47,15 @@ func referenceStored(f *Filter, r *Response) Response {
 			}
 			vs := make([]string, len(v))
 			for i := range v {
-				vs[i] = AsSent(v[i])
+				vs[i] = asSent(v[i])
 			}
-			s.MultiValueHeaders[AsSent(k)] = vs
+			s.MultiValueHeaders[asSent(k)] = vs
 		}
 	}
 	if f.replayCookies && r.Cookies != nil {
 		s.Cookies = make([]string, len(r.Cookies))
 		for i := range r.Cookies {
-			s.Cookies[i] = AsSent(r.Cookies[i])
+			s.Cookies[i] = asSent(r.Cookies[i])
 		}
 	}
 	return s

@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"encoding/binary"
@@ -11,48 +11,48 @@ import (
 	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
 
-// BodyError says why a body that claims to be JSON was refused. Its reason is
+// bodyError says why a body that claims to be JSON was refused. Its reason is
 // safe to show the client: it never quotes the body.
-type BodyError struct {
+type bodyError struct {
 	Reason string // why, in a sentence without a capital or a period
 }
 
 // Error returns the reason; the front doors wrap it with
 // idempotent.ErrInvalidPayload.
-func (e *BodyError) Error() string { return e.Reason }
+func (e *bodyError) Error() string { return e.Reason }
 
-// RequestError says why a request was refused as malformed (an event without
+// requestError says why a request was refused as malformed (an event without
 // a method, a body that cannot be read). Its reason is safe to show the
 // client.
-type RequestError struct {
+type requestError struct {
 	Reason string // why, in a sentence without a capital or a period
 }
 
 // Error returns the reason.
-func (e *RequestError) Error() string { return e.Reason }
+func (e *requestError) Error() string { return e.Reason }
 
-// Request is the part of an HTTP request a duplicate must repeat.
-type Request struct {
+// fpRequest is the part of an HTTP request a duplicate must repeat.
+type fpRequest struct {
 	Method      string // upper case
 	Path        string // as called (escaped)
-	Query       string // canonical: see CanonicalRawQuery
+	Query       string // canonical: see canonicalRawQuery
 	ContentType string // the Content-Type header: JSON bodies are compared canonically
 	Body        []byte // as received (an API Gateway event's base64 body decoded)
 }
 
 // fingerprintTag starts every fingerprint: a stored format (see
-// AppendFingerprint).
+// appendFingerprint).
 const fingerprintTag = "idemkit/apigateway/fingerprint/v1"
 
-// FingerprintRoom is the room AppendFingerprint takes in dst for r beyond
+// FingerprintRoom is the room appendFingerprint takes in dst for r beyond
 // the length of r.Body (a JSON body's canonical form is usually no longer):
 // a front door that reads the body into a buffer with this much more
 // capacity after it fingerprints the request without another allocation.
-func (r *Request) FingerprintRoom() int {
+func (r *fpRequest) FingerprintRoom() int {
 	return len(fingerprintTag) + len(r.Method) + len(r.Path) + len(r.Query) + len("json") + 5*binary.MaxVarintLen64
 }
 
-// AppendFingerprint appends to dst the request material a duplicate must
+// appendFingerprint appends to dst the request material a duplicate must
 // repeat to be replayed, and returns the extended buffer (dst unchanged in
 // length on error), so that a front door can reuse one buffer across
 // requests: method, path, canonical query and body, each length-prefixed so
@@ -64,9 +64,9 @@ func (r *Request) FingerprintRoom() int {
 // The encoding is part of the stored records (their validation hash): it
 // must never change for a given request, or retries in flight during an
 // upgrade would get 422.
-func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
+func appendFingerprint(dst []byte, r *fpRequest) ([]byte, error) {
 	kind, body := "raw", r.Body
-	isJSON := len(body) > 0 && IsJSON(r.ContentType)
+	isJSON := len(body) > 0 && isJSON(r.ContentType)
 	if isJSON {
 		kind = "json"
 	}
@@ -87,11 +87,11 @@ func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
 	fp, err := canonjson.Append(fp[:at+binary.MaxVarintLen64], body)
 	switch {
 	case errors.Is(err, canonjson.ErrDuplicateKey):
-		return dst, &BodyError{"the JSON request body holds an object with a duplicate key"}
+		return dst, &bodyError{"the JSON request body holds an object with a duplicate key"}
 	case errors.Is(err, canonjson.ErrTooDeep):
-		return dst, &BodyError{"the JSON request body is nested too deeply"}
+		return dst, &bodyError{"the JSON request body is nested too deeply"}
 	case err != nil:
-		return dst, &BodyError{"the request body is not valid JSON, as its Content-Type says it is"}
+		return dst, &bodyError{"the request body is not valid JSON, as its Content-Type says it is"}
 	}
 	canon := len(fp) - at - binary.MaxVarintLen64
 	n := binary.PutUvarint(fp[at:], uint64(canon))
@@ -99,10 +99,10 @@ func AppendFingerprint(dst []byte, r *Request) ([]byte, error) {
 	return fp[:at+n+canon], nil
 }
 
-// IsJSON reports whether a Content-Type names JSON: application/json or any
+// isJSON reports whether a Content-Type names JSON: application/json or any
 // structured +json type (application/problem+json, application/vnd.api+json,
 // application/merge-patch+json, ...), whatever its parameters.
-func IsJSON(contentType string) bool {
+func isJSON(contentType string) bool {
 	if contentType == "application/json" {
 		return true // the usual case, without parsing (ParseMediaType allocates)
 	}
@@ -114,11 +114,11 @@ func IsJSON(contentType string) bool {
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// CanonicalRawQuery sorts the parameters of a raw query string by name,
+// canonicalRawQuery sorts the parameters of a raw query string by name,
 // keeping the order of a name's values (it may carry meaning, as in a list),
 // and escapes them uniformly: "b=2&a=1" and "a=1&b=2" are the same query. A
 // query that does not parse counts as given.
-func CanonicalRawQuery(raw string) string {
+func canonicalRawQuery(raw string) string {
 	if raw == "" {
 		return ""
 	}

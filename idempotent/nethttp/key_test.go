@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"strings"
@@ -26,26 +26,26 @@ func TestParseKey(t *testing.T) {
 		{name: "visible ASCII", values: []string{"!#$%&'()*+-./09:;<=>?@AZ[\\]^_`az{|}~"}, want: "!#$%&'()*+-./09:;<=>?@AZ[\\]^_`az{|}~"},
 		{name: "longest", values: []string{strings.Repeat("a", MaxKeyLength)}, want: strings.Repeat("a", MaxKeyLength)},
 		{name: "longest quoted with escapes", values: []string{`"` + strings.Repeat(`\\`, MaxKeyLength) + `"`}, want: strings.Repeat(`\`, MaxKeyLength)},
-		{name: "empty", values: []string{""}, err: ErrKeyEmpty},
-		{name: "blank", values: []string{" \t "}, err: ErrKeyEmpty},
-		{name: "empty quoted", values: []string{`""`}, err: ErrKeyEmpty},
-		{name: "too long", values: []string{strings.Repeat("a", MaxKeyLength+1)}, err: ErrKeyTooLong},
-		{name: "too long quoted", values: []string{`"` + strings.Repeat("a", MaxKeyLength+1) + `"`}, err: ErrKeyTooLong},
-		{name: "two values", values: []string{"a", "b"}, err: ErrKeyMultiple},
-		{name: "comma", values: []string{"a,b"}, err: ErrKeyComma},
-		{name: "inner space", values: []string{"a b"}, err: ErrKeyChars},
-		{name: "control", values: []string{"a\x00"}, err: ErrKeyChars},
-		{name: "DEL", values: []string{"a\x7f"}, err: ErrKeyChars},
-		{name: "UTF-8", values: []string{"ключ"}, err: ErrKeyChars},
-		{name: "UTF-8 quoted", values: []string{`"ключ"`}, err: ErrKeyChars},
-		{name: "tab quoted", values: []string{"\"a\tb\""}, err: ErrKeyChars},
-		{name: "unterminated", values: []string{`"abc`}, err: ErrKeyQuoting},
-		{name: "lone quote", values: []string{`"`}, err: ErrKeyQuoting},
-		{name: "escaped closing quote", values: []string{`"abc\"`}, err: ErrKeyQuoting},
-		{name: "bad escape", values: []string{`"\n"`}, err: ErrKeyQuoting},
-		{name: "data after", values: []string{`"a"b`}, err: ErrKeyQuoting},
-		{name: "parameters", values: []string{`"a";v=1`}, err: ErrKeyQuoting},
-		{name: "list", values: []string{`"a", "b"`}, err: ErrKeyQuoting},
+		{name: "empty", values: []string{""}, err: errKeyEmpty},
+		{name: "blank", values: []string{" \t "}, err: errKeyEmpty},
+		{name: "empty quoted", values: []string{`""`}, err: errKeyEmpty},
+		{name: "too long", values: []string{strings.Repeat("a", MaxKeyLength+1)}, err: errKeyTooLong},
+		{name: "too long quoted", values: []string{`"` + strings.Repeat("a", MaxKeyLength+1) + `"`}, err: errKeyTooLong},
+		{name: "two values", values: []string{"a", "b"}, err: errKeyMultiple},
+		{name: "comma", values: []string{"a,b"}, err: errKeyComma},
+		{name: "inner space", values: []string{"a b"}, err: errKeyChars},
+		{name: "control", values: []string{"a\x00"}, err: errKeyChars},
+		{name: "DEL", values: []string{"a\x7f"}, err: errKeyChars},
+		{name: "UTF-8", values: []string{"ключ"}, err: errKeyChars},
+		{name: "UTF-8 quoted", values: []string{`"ключ"`}, err: errKeyChars},
+		{name: "tab quoted", values: []string{"\"a\tb\""}, err: errKeyChars},
+		{name: "unterminated", values: []string{`"abc`}, err: errKeyQuoting},
+		{name: "lone quote", values: []string{`"`}, err: errKeyQuoting},
+		{name: "escaped closing quote", values: []string{`"abc\"`}, err: errKeyQuoting},
+		{name: "bad escape", values: []string{`"\n"`}, err: errKeyQuoting},
+		{name: "data after", values: []string{`"a"b`}, err: errKeyQuoting},
+		{name: "parameters", values: []string{`"a";v=1`}, err: errKeyQuoting},
+		{name: "list", values: []string{`"a", "b"`}, err: errKeyQuoting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func FuzzParseKey(f *testing.F) {
 		// A newline separates repeated header lines.
 		key, err := ParseKey(strings.Split(header, "\n"))
 		if err != nil {
-			if _, ok := err.(*KeyError); !ok {
+			if _, ok := err.(*keyError); !ok {
 				t.Fatalf("ParseKey(%q): error %T is not a KeyError", header, err)
 			}
 			if key != "" {

@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // (KELVIN SIGN, I WITH DOT ABOVE, LONG S) for the header filter.
 var trickyPieces = []string{
 	"", "a", "Z", "0", " ", ",", ", ", " ,", "-", "x-", "Proxy-", "proxy-", "PROXY-", "Connection", "connection",
-	"Keep-Alive", "keep-alive", "Date", "Set-Cookie", "Te", "Upgrade", "X-Request-Id", "Idempotent-Replayed",
+	"Keep-Alive", "keep-alive", "Date", "Set-Cookie", "Te", "Upgrade", "X-fpRequest-Id", "Idempotent-Replayed",
 	`"`, `\`, "/", "<", ">", "&", "\x00", "\x01", "\b", "\f", "\n", "\r", "\t", "\x1f", "\x7f", "~",
 	"é", "😀", "\u2028", "\u2029", "\u202f", "\ufffd", "\ufeff", "\u0085", "\u00a0", "\u212a", "\u0130", "\u017f",
 	"\xff", "\xfe", "\x80", "\xc3", "\xc3\x28", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf4\x90\x80\x80", "\xc0\xaf", "\xf0\x9f\x98",
@@ -47,10 +47,10 @@ func stringList(t *rapid.T, label string) []string {
 	return rapid.SliceOfN(trickyString(), 1, 4).Draw(t, label)
 }
 
-// randomResponse draws any Response: nil, empty and filled maps and
+// randomResponse draws any storedResponse: nil, empty and filled maps and
 // slices, nil lists inside multiValueHeaders, any status.
-func randomResponse(t *rapid.T) *Response {
-	r := &Response{
+func randomResponse(t *rapid.T) *storedResponse {
+	r := &storedResponse{
 		StatusCode: rapid.OneOf(rapid.IntRange(-1000, 1000), rapid.Int(), rapid.SampledFrom([]int{200, 201, 204, 301, 404, 499})).Draw(t, "status"),
 		Body:       trickyString().Draw(t, "body"),
 	}
@@ -74,20 +74,20 @@ func randomResponse(t *rapid.T) *Response {
 	return r
 }
 
-// TestEncodeDecodeRoundTrip checks that a record Encode wrote decodes to
+// TestEncodeDecodeRoundTrip checks that a record encodeStored wrote decodes to
 // the response json.Unmarshal reads from it (the response as sent, see
-// AsSent) for every storable status.
+// asSent) for every storable status.
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		r := randomResponse(rt)
-		r.StatusCode = rapid.IntRange(200, 499).Filter(Storable).Draw(rt, "storable status")
-		raw, err := Encode(r)
+		r.StatusCode = rapid.IntRange(200, 499).Filter(storable).Draw(rt, "storable status")
+		raw, err := encodeStored(r)
 		require.NoError(rt, err)
-		got, err := Decode(raw)
+		got, err := decodeStored(raw)
 		require.NoError(rt, err)
 		require.Equal(rt, r.StatusCode, got.StatusCode)
-		require.Equal(rt, AsSent(r.Body), got.Body)
+		require.Equal(rt, asSent(r.Body), got.Body)
 	})
 }
 
@@ -96,7 +96,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // outside ASCII (KELVIN SIGN lower-cases to k, I WITH DOT ABOVE to i), with
 // invalid UTF-8, and past the stack buffer.
 var headerNames = []string{
-	"Content-Type", "content-type", "Location", "X-Request-Id", "x-request-id", "X-Foo", "x-foo", "X-FOO", "X-Bar", "",
+	"Content-Type", "content-type", "Location", "X-fpRequest-Id", "x-request-id", "X-Foo", "x-foo", "X-FOO", "X-Bar", "",
 	"Connection", "connection", "CONNECTION", "cOnNeCtIoN", "Keep-Alive", "keep-alive", "\u212aeep-Alive", "Te", "TE", "Trailer",
 	"Transfer-Encoding", "Upgrade", "Date", "DATE", "Idempotent-Replayed", "Set-Cookie", "set-cookie", "X-Volatile", "x-volatile",
 	"Proxy-Authenticate", "proxy-", "PROXY-X", "Proxy", "Proxy_", "\u0130", "i", "x-\u0130d", "X-\u017fecret", "X-Ärger", "x-ärger",
@@ -119,33 +119,33 @@ func TestStoredMatchesReference(t *testing.T) {
 		name          string
 		volatile      []string
 		replayCookies bool
-		r             Response
+		r             storedResponse
 	}{
-		{name: "empty", r: Response{}},
+		{name: "empty", r: storedResponse{}},
 		{name: "typical", r: *benchStoredResponse()},
-		{name: "hop-by-hop and proxy", volatile: []string{"X-Volatile"}, r: Response{StatusCode: 200,
+		{name: "hop-by-hop and proxy", volatile: []string{"X-Volatile"}, r: storedResponse{StatusCode: 200,
 			Headers:           map[string]string{"Date": "x", "Proxy-A": "1", "X-Volatile": "v", "Keep": "k", "\u212aeep-Alive": "kelvin"},
 			MultiValueHeaders: map[string][]string{"TE": {"t"}, "proxy-b": nil, "x-volatile": {}, "Keep": nil, "Other": {}}}},
-		{name: "connection lists", r: Response{StatusCode: 200,
+		{name: "connection lists", r: storedResponse{StatusCode: 200,
 			Headers:           map[string]string{"Connection": " X-Foo ,, x-bar ,", "X-Foo": "1", "X-Bar": "2", "": "empty", "X-Baz": "3"},
 			MultiValueHeaders: map[string][]string{"connection": {"X-Baz", "\u00a0X-Qux\u0085"}, "x-qux": {"q"}, "X-Keep": {"k"}}}},
-		{name: "cookies", replayCookies: true, r: Response{StatusCode: 200, Cookies: []string{"a=\xff", ""},
+		{name: "cookies", replayCookies: true, r: storedResponse{StatusCode: 200, Cookies: []string{"a=\xff", ""},
 			MultiValueHeaders: map[string][]string{"Set-Cookie": {"a=1"}}}},
-		{name: "cookies not replayed", r: Response{StatusCode: 200, Cookies: []string{"a=1"},
+		{name: "cookies not replayed", r: storedResponse{StatusCode: 200, Cookies: []string{"a=1"},
 			MultiValueHeaders: map[string][]string{"Set-Cookie": {"a=1"}}}},
-		{name: "invalid UTF-8", volatile: []string{"X-\xfe"}, r: Response{StatusCode: 200, Body: "\xff",
+		{name: "invalid UTF-8", volatile: []string{"X-\xfe"}, r: storedResponse{StatusCode: 200, Body: "\xff",
 			Headers:           map[string]string{"X-\xff": "\xfe"},
 			MultiValueHeaders: map[string][]string{"Y-\xff": {"\xfe", "ok"}}}},
-		{name: "invalid bytes lower-cased one by one", volatile: []string{"X-\xff\xfe"}, r: Response{StatusCode: 200,
+		{name: "invalid bytes lower-cased one by one", volatile: []string{"X-\xff\xfe"}, r: storedResponse{StatusCode: 200,
 			Headers:           map[string]string{"x-\xfe\xff": "dropped", "X-\xff": "kept"},
 			MultiValueHeaders: map[string][]string{"X-\xc3\x28\xff": {"kept"}, "Connection": {"x-\x80\x80"}, "X-\xfe\xfe": {"listed"}}}},
-		{name: "long names", volatile: []string{strings.Repeat("x", 129)}, r: Response{StatusCode: 200,
+		{name: "long names", volatile: []string{strings.Repeat("x", 129)}, r: storedResponse{StatusCode: 200,
 			MultiValueHeaders: map[string][]string{strings.Repeat("X", 129): {"1"}, strings.Repeat("X", 128): {"2"}, "Proxy-" + strings.Repeat("a", 200): {"3"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := NewFilter(tt.volatile, tt.replayCookies)
+			f := newHeaderFilter(tt.volatile, tt.replayCookies)
 			assert.Equal(t, referenceStored(f, &tt.r), f.Stored(&tt.r))
 		})
 	}
@@ -154,7 +154,7 @@ func TestStoredMatchesReference(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			name := rapid.OneOf(rapid.SampledFrom(headerNames), trickyString())
 			volatile := rapid.SliceOfN(name, 0, 3).Draw(rt, "volatile")
-			f := NewFilter(volatile, rapid.Bool().Draw(rt, "replay cookies"))
+			f := newHeaderFilter(volatile, rapid.Bool().Draw(rt, "replay cookies"))
 			r := randomResponse(rt)
 			r.Headers = filterHeaders(rt, name, func(rt *rapid.T, label string) string {
 				if rapid.Bool().Draw(rt, label+" is a list") {
@@ -175,7 +175,7 @@ func TestStoredMatchesReference(t *testing.T) {
 }
 
 // filterHeaders draws a nil, empty or filled header map whose names stay
-// apart once made valid UTF-8 (AsSent): names that would not make the
+// apart once made valid UTF-8 (asSent): names that would not make the
 // result depend on map order, in both implementations.
 func filterHeaders[V any](rt *rapid.T, name *rapid.Generator[string], value func(*rapid.T, string) V) map[string]V {
 	switch rapid.IntRange(0, 3).Draw(rt, "shape") {
@@ -188,10 +188,10 @@ func filterHeaders[V any](rt *rapid.T, name *rapid.Generator[string], value func
 	seen := map[string]bool{}
 	for i := range rapid.IntRange(1, 8).Draw(rt, "size") {
 		k := name.Draw(rt, "name")
-		if seen[AsSent(k)] {
+		if seen[asSent(k)] {
 			continue
 		}
-		seen[AsSent(k)] = true
+		seen[asSent(k)] = true
 		m[k] = value(rt, fmt.Sprint("value ", i))
 	}
 	return m
@@ -201,8 +201,8 @@ func filterHeaders[V any](rt *rapid.T, name *rapid.Generator[string], value func
 // share one slice, cannot overwrite one another through append.
 func TestStoredValuesApart(t *testing.T) {
 	t.Parallel()
-	f := NewFilter(nil, false)
-	s := f.Stored(&Response{StatusCode: 200, MultiValueHeaders: map[string][]string{"A": {"1"}, "B": {"2"}, "C": nil}})
+	f := newHeaderFilter(nil, false)
+	s := f.Stored(&storedResponse{StatusCode: 200, MultiValueHeaders: map[string][]string{"A": {"1"}, "B": {"2"}, "C": nil}})
 	for k := range s.MultiValueHeaders {
 		s.MultiValueHeaders[k] = append(s.MultiValueHeaders[k], "appended to "+k)
 	}
@@ -214,9 +214,9 @@ func TestStoredValuesApart(t *testing.T) {
 // (its map is shared), and for one that loses a header only the stored
 // form's map (its header and one group) and the values.
 func TestStoredAllocations(t *testing.T) {
-	r, f := benchStoredResponse(), NewFilter([]string{"X-Request-Id"}, false)
+	r, f := benchStoredResponse(), newHeaderFilter([]string{"X-fpRequest-Id"}, false)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = f.Stored(r) }), "kept whole")
-	r.MultiValueHeaders["X-Request-Id"] = []string{"volatile"}
+	r.MultiValueHeaders["X-fpRequest-Id"] = []string{"volatile"}
 	allocs := testing.AllocsPerRun(100, func() { _ = f.Stored(r) })
 	assert.LessOrEqual(t, allocs, 3.0, "the stored map and its values")
 }
@@ -226,7 +226,7 @@ func TestStoredAllocations(t *testing.T) {
 // records.
 func TestEncodeGolden(t *testing.T) {
 	t.Parallel()
-	raw, err := Encode(&Response{
+	raw, err := encodeStored(&storedResponse{
 		StatusCode:        http.StatusCreated,
 		Headers:           map[string]string{"X-B": "2", "X-A": "<1>"},
 		MultiValueHeaders: map[string][]string{"Content-Type": {"application/json"}, "Vary": {"A", "B"}, "X-Nil": nil, "X-Empty": {}},
@@ -238,7 +238,7 @@ func TestEncodeGolden(t *testing.T) {
 	assert.Equal(t, `{"statusCode":201,"headers":{"X-A":"\u003c1\u003e","X-B":"2"},`+
 		`"multiValueHeaders":{"Content-Type":["application/json"],"Vary":["A","B"],"X-Empty":[],"X-Nil":null},`+
 		`"cookies":["a=1","b=2\u2028"],"body":"{\"id\":\"pay_1\"}\n\ufffd","isBase64Encoded":true}`, string(raw))
-	raw, err = Encode(&Response{StatusCode: 204, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, Cookies: []string{}})
+	raw, err = encodeStored(&storedResponse{StatusCode: 204, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, Cookies: []string{}})
 	require.NoError(t, err)
 	assert.Equal(t, `{"statusCode":204}`, string(raw))
 }

@@ -1,34 +1,24 @@
-package httprules
+package nethttp
 
 import "strings"
 
-// HeaderIdempotencyKey is the request header that carries the idempotency key.
-const HeaderIdempotencyKey = "Idempotency-Key"
-
-// HeaderReplayed marks a replayed response: "Idempotent-Replayed: true".
-const HeaderReplayed = "Idempotent-Replayed"
-
-// MaxKeyLength is the longest idempotency key accepted, in bytes, after an
-// RFC 8941 quoted string is unquoted.
-const MaxKeyLength = 255
-
-// KeyError says why an Idempotency-Key header was refused. Its reason is safe
+// keyError says why an Idempotency-Key header was refused. Its reason is safe
 // to show the client: it never quotes the key.
-type KeyError struct {
+type keyError struct {
 	Reason string // why, in a sentence without a capital or a period
 }
 
 // Error returns the reason; the front doors wrap it with idempotent.ErrInvalidKey.
-func (e *KeyError) Error() string { return e.Reason }
+func (e *keyError) Error() string { return e.Reason }
 
 // The reasons ParseKey refuses a key.
 var (
-	ErrKeyEmpty    = &KeyError{"the Idempotency-Key header is empty"}
-	ErrKeyTooLong  = &KeyError{"the Idempotency-Key is longer than 255 characters"}
-	ErrKeyChars    = &KeyError{"the Idempotency-Key must consist of printable ASCII characters (visible ones unless quoted)"}
-	ErrKeyComma    = &KeyError{"the Idempotency-Key holds a comma: send a single key, quoted if it contains a comma"}
-	ErrKeyQuoting  = &KeyError{`the Idempotency-Key is not a valid quoted string (RFC 8941: "...", with only \" and \\ escaped)`}
-	ErrKeyMultiple = &KeyError{"the request holds more than one Idempotency-Key header"}
+	errKeyEmpty    = &keyError{"the Idempotency-Key header is empty"}
+	errKeyTooLong  = &keyError{"the Idempotency-Key is longer than 255 characters"}
+	errKeyChars    = &keyError{"the Idempotency-Key must consist of printable ASCII characters (visible ones unless quoted)"}
+	errKeyComma    = &keyError{"the Idempotency-Key holds a comma: send a single key, quoted if it contains a comma"}
+	errKeyQuoting  = &keyError{`the Idempotency-Key is not a valid quoted string (RFC 8941: "...", with only \" and \\ escaped)`}
+	errKeyMultiple = &keyError{"the request holds more than one Idempotency-Key header"}
 )
 
 // ParseKey returns the idempotency key carried by the values of the
@@ -39,18 +29,20 @@ var (
 // The bare form Stripe's clients send (abc) holds visible ASCII except the
 // comma: payload v2 joins repeated headers with commas, so a bare comma
 // cannot be told from two keys. Both forms of the same key are the same key.
-// Surrounding spaces and tabs are ignored.
+// Surrounding spaces and tabs are ignored. An error says why the key is
+// refused in a sentence safe to show the client (the middleware answers it
+// 400 invalid-key); it never quotes the key.
 func ParseKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
 		return "", nil
 	case 1:
 	default:
-		return "", ErrKeyMultiple
+		return "", errKeyMultiple
 	}
 	v := strings.Trim(values[0], " \t")
 	if v == "" {
-		return "", ErrKeyEmpty
+		return "", errKeyEmpty
 	}
 	var key string
 	if v[0] == '"' {
@@ -63,18 +55,18 @@ func ParseKey(values []string) (string, error) {
 		for i := 0; i < len(v); i++ {
 			switch c := v[i]; {
 			case c == ',':
-				return "", ErrKeyComma
+				return "", errKeyComma
 			case c <= ' ' || c > '~':
-				return "", ErrKeyChars
+				return "", errKeyChars
 			}
 		}
 		key = v
 	}
 	switch {
 	case key == "":
-		return "", ErrKeyEmpty
+		return "", errKeyEmpty
 	case len(key) > MaxKeyLength:
-		return "", ErrKeyTooLong
+		return "", errKeyTooLong
 	}
 	return key, nil
 }
@@ -89,22 +81,22 @@ func unquote(v string) (string, error) {
 		case c == '\\':
 			i++
 			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
-				return "", ErrKeyQuoting
+				return "", errKeyQuoting
 			}
 			b.WriteByte(v[i])
 		case c == '"':
 			if i != len(v)-1 {
-				return "", ErrKeyQuoting
+				return "", errKeyQuoting
 			}
 			return b.String(), nil
 		case c < ' ' || c > '~':
-			return "", ErrKeyChars
+			return "", errKeyChars
 		default:
 			b.WriteByte(c)
 		}
 		if b.Len() > MaxKeyLength {
-			return "", ErrKeyTooLong
+			return "", errKeyTooLong
 		}
 	}
-	return "", ErrKeyQuoting // no closing quote
+	return "", errKeyQuoting // no closing quote
 }

@@ -1,4 +1,4 @@
-package httprules
+package nethttp
 
 import (
 	"encoding/json"
@@ -12,33 +12,11 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 )
 
-// ContentTypeProblem is the media type of the error answers (RFC 9457
-// problem details).
-const ContentTypeProblem = "application/problem+json"
-
-// Problem types: the "type" member of the problem details. They are stable;
-// the front doors export them under the same names, with their meaning.
-const (
-	ProblemMissingKey        = "https://idemkit.dev/problems/missing-key"
-	ProblemInvalidKey        = "https://idemkit.dev/problems/invalid-key"
-	ProblemInvalidJSON       = "https://idemkit.dev/problems/invalid-json"
-	ProblemMalformedRequest  = "https://idemkit.dev/problems/malformed-request"
-	ProblemRequestTooLarge   = "https://idemkit.dev/problems/request-too-large"
-	ProblemInProgress        = "https://idemkit.dev/problems/in-progress"
-	ProblemPayloadMismatch   = "https://idemkit.dev/problems/payload-mismatch"
-	ProblemResponseNotStored = "https://idemkit.dev/problems/response-not-stored"
-	ProblemStoreUnavailable  = "https://idemkit.dev/problems/store-unavailable"
-	ProblemCorruptRecord     = "https://idemkit.dev/problems/corrupt-record"
-	ProblemTxAborted         = "https://idemkit.dev/problems/transaction-aborted"
-	ProblemTxRefused         = "https://idemkit.dev/problems/transaction-refused"
-	ProblemInternal          = "https://idemkit.dev/problems/internal-error"
-)
-
-// Problem is an answer of the idempotency layer itself, rendered as an RFC
+// problem is an answer of the idempotency layer itself, rendered as an RFC
 // 9457 problem details object.
-type Problem struct {
+type problem struct {
 	Status int    // the HTTP status
-	Type   string // one of the Problem constants
+	Type   string // one of the problem constants
 	Title  string // short, the same for every occurrence of the type
 	Detail string // this occurrence, safe to show the client
 	// RetryAfter > 0 adds a Retry-After header in whole seconds, rounded up.
@@ -54,14 +32,14 @@ type problemBody struct {
 }
 
 // Body is the problem's JSON.
-func (p *Problem) Body() []byte {
+func (p *problem) Body() []byte {
 	body, _ := json.Marshal(problemBody{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail}) // strings and an int always marshal
 	return body
 }
 
 // Headers are the problem's response headers: Content-Type, Cache-Control:
 // no-store and, when set, Retry-After.
-func (p *Problem) Headers() map[string]string {
+func (p *problem) Headers() map[string]string {
 	h := map[string]string{
 		"Content-Type":  ContentTypeProblem,
 		"Cache-Control": "no-store",
@@ -72,93 +50,93 @@ func (p *Problem) Headers() map[string]string {
 	return h
 }
 
-// Internal is the answer to a handler that failed or panicked, and to any
+// internalProblem is the answer to a handler that failed or panicked, and to any
 // fault of the idempotency layer: no internal details reach the client.
-func Internal() Problem {
-	return Problem{Status: http.StatusInternalServerError, Type: ProblemInternal, Title: "Internal server error",
+func internalProblem() problem {
+	return problem{Status: http.StatusInternalServerError, Type: ProblemInternal, Title: "Internal server error",
 		Detail: "The request could not be processed. It may be retried with the same Idempotency-Key."}
 }
 
-// Refusal is the answer to a request a front door refuses itself, before the
+// refusal is the answer to a request a front door refuses itself, before the
 // core sees it, with the core error that reports it (idempotent.Engine.Reject):
-// a KeyError, BodyError or RequestError says why.
-func Refusal(why error) (Problem, error) {
+// a keyError, bodyError or requestError says why.
+func refusal(why error) (problem, error) {
 	sentinel := idempotent.ErrInvalidPayload
-	var p Problem
+	var p problem
 	switch w := why.(type) {
-	case *KeyError:
+	case *keyError:
 		sentinel = idempotent.ErrInvalidKey
-		p = Problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: upperFirst(w.Reason) + "."}
-	case *BodyError:
-		p = Problem{Status: http.StatusBadRequest, Type: ProblemInvalidJSON, Title: "Invalid JSON request body", Detail: upperFirst(w.Reason) + "."}
-	case *RequestError:
-		p = Problem{Status: http.StatusBadRequest, Type: ProblemMalformedRequest, Title: "Malformed request", Detail: upperFirst(w.Reason) + "."}
-	case *TooLargeError:
-		p = Problem{Status: http.StatusRequestEntityTooLarge, Type: ProblemRequestTooLarge, Title: "Request body too large",
+		p = problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: upperFirst(w.Reason) + "."}
+	case *bodyError:
+		p = problem{Status: http.StatusBadRequest, Type: ProblemInvalidJSON, Title: "Invalid JSON request body", Detail: upperFirst(w.Reason) + "."}
+	case *requestError:
+		p = problem{Status: http.StatusBadRequest, Type: ProblemMalformedRequest, Title: "Malformed request", Detail: upperFirst(w.Reason) + "."}
+	case *tooLargeError:
+		p = problem{Status: http.StatusRequestEntityTooLarge, Type: ProblemRequestTooLarge, Title: "Request body too large",
 			Detail: fmt.Sprintf("The request body is larger than %d bytes; the request was not processed.", w.Limit)}
 	default:
-		p = Internal()
+		p = internalProblem()
 	}
 	return p, fmt.Errorf("%w: %w", sentinel, why)
 }
 
-// TooLargeError refuses a request body larger than a front door buffers.
-type TooLargeError struct {
+// tooLargeError refuses a request body larger than a front door buffers.
+type tooLargeError struct {
 	Limit int64 // bytes
 }
 
 // Error names the limit.
-func (e *TooLargeError) Error() string {
+func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("the request body is larger than %d bytes", e.Limit)
 }
 
-// NotStored is the answer to a duplicate of a request whose response was not
+// notStoredProblem is the answer to a duplicate of a request whose response was not
 // kept (too large, streamed, or not serializable).
-func NotStored() Problem {
-	return Problem{Status: http.StatusConflict, Type: ProblemResponseNotStored, Title: "Response not available",
+func notStoredProblem() problem {
+	return problem{Status: http.StatusConflict, Type: ProblemResponseNotStored, Title: "Response not available",
 		Detail: "A request with this Idempotency-Key was already processed, but its response was not kept and cannot be returned again. Do not retry it with this key."}
 }
 
-// Failure is the answer to a request the core refused (the error of
+// failure is the answer to a request the core refused (the error of
 // idempotent.Engine.Do when the work did not run); retryAfter goes with the
 // 409 in-progress and 503 answers. Keys and bodies a front door refuses
-// itself never get here (see Refusal); an invalid key from the core (one the
+// itself never get here (see refusal); an invalid key from the core (one the
 // front door would not have parsed) gets a generic detail.
-func Failure(err error, retryAfter time.Duration) Problem {
+func failure(err error, retryAfter time.Duration) problem {
 	switch {
 	case errors.Is(err, idempotent.ErrMissingKey):
-		return Problem{Status: http.StatusBadRequest, Type: ProblemMissingKey, Title: "Idempotency-Key header missing",
+		return problem{Status: http.StatusBadRequest, Type: ProblemMissingKey, Title: "Idempotency-Key header missing",
 			Detail: "This operation requires an Idempotency-Key header; send a unique key, such as a UUID, and reuse it only to retry the same request."}
 	case errors.Is(err, idempotent.ErrInvalidKey):
-		return Problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: "The Idempotency-Key header is not valid."}
+		return problem{Status: http.StatusBadRequest, Type: ProblemInvalidKey, Title: "Invalid Idempotency-Key header", Detail: "The Idempotency-Key header is not valid."}
 	case errors.Is(err, idempotent.ErrPayloadMismatch):
-		return Problem{Status: http.StatusUnprocessableEntity, Type: ProblemPayloadMismatch, Title: "Idempotency-Key already used",
+		return problem{Status: http.StatusUnprocessableEntity, Type: ProblemPayloadMismatch, Title: "Idempotency-Key already used",
 			Detail: "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request."}
 	case errors.Is(err, idempotent.ErrInProgress):
-		return Problem{Status: http.StatusConflict, Type: ProblemInProgress, Title: "A request with this Idempotency-Key is in progress",
+		return problem{Status: http.StatusConflict, Type: ProblemInProgress, Title: "A request with this Idempotency-Key is in progress",
 			Detail: "A request with the same Idempotency-Key is still being processed. Retry after the Retry-After delay to get its response.", RetryAfter: retryAfter}
 	case errors.Is(err, idempotent.ErrResponseNotStored):
-		return NotStored()
+		return notStoredProblem()
 	case errors.Is(err, idempotent.ErrCorruptRecord):
-		return Problem{Status: http.StatusInternalServerError, Type: ProblemCorruptRecord, Title: "Idempotency record unreadable",
+		return problem{Status: http.StatusInternalServerError, Type: ProblemCorruptRecord, Title: "Idempotency record unreadable",
 			Detail: "The stored record for this Idempotency-Key cannot be read."}
 	case errors.Is(err, idempotent.ErrTxAborted):
 		// The request conflicts with the current state (a write's condition
 		// failed, stock would go negative): nothing committed, the record was
 		// released. Retrying at once would meet the same state: no Retry-After.
-		return Problem{Status: http.StatusConflict, Type: ProblemTxAborted, Title: "Request conflicts with the current state",
+		return problem{Status: http.StatusConflict, Type: ProblemTxAborted, Title: "Request conflicts with the current state",
 			Detail: "The request's writes could not commit (a condition on the current state failed), so nothing was changed. It may be retried with the same Idempotency-Key once the state allows it."}
 	case errors.Is(err, idempotent.ErrTxRefused):
 		// A configuration error (a table that does not exist, a role without
 		// access, a server without transactions): not an outage, so no
 		// Retry-After. Nothing committed and the record was released.
-		return Problem{Status: http.StatusInternalServerError, Type: ProblemTxRefused, Title: "Request could not be committed",
+		return problem{Status: http.StatusInternalServerError, Type: ProblemTxRefused, Title: "Request could not be committed",
 			Detail: "The service's database refused the request's writes, so nothing was changed. Retrying will not help until the service is fixed."}
 	case errors.Is(err, idempotent.ErrStore):
-		return Problem{Status: http.StatusServiceUnavailable, Type: ProblemStoreUnavailable, Title: "Service temporarily unavailable",
+		return problem{Status: http.StatusServiceUnavailable, Type: ProblemStoreUnavailable, Title: "Service temporarily unavailable",
 			Detail: "The request could not be completed. Retry after the Retry-After delay with the same Idempotency-Key.", RetryAfter: retryAfter}
 	}
-	return Internal()
+	return internalProblem()
 }
 
 func upperFirst(s string) string {
