@@ -23,16 +23,17 @@ type memoryStore struct {
 }
 
 var (
-	_ storage.StepStore  = (*memoryStore)(nil)
-	_ storage.AdminStore = (*memoryStore)(nil)
+	_ storage.StepStore      = (*memoryStore)(nil)
+	_ storage.AdminStore     = (*memoryStore)(nil)
+	_ storage.ClaimManyStore = (*memoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty store held in process memory, with the
 // same semantics as the DynamoDB store (steps included: it is a
-// storage.StepStore, and a storage.AdminStore for tools' tests), for unit
-// tests, demos and single-process use. It
-// refuses records past storage.DefaultMaxItemBytes, as DynamoDB does. Records
-// are lost when the process ends. It is safe for concurrent use.
+// storage.StepStore, a storage.ClaimManyStore, and a storage.AdminStore for
+// tools' tests), for unit tests, demos and single-process use. It refuses
+// records past storage.DefaultMaxItemBytes, as DynamoDB does. Records are
+// lost when the process ends. It is safe for concurrent use.
 func NewMemoryStore() storage.StepStore { return &memoryStore{} }
 
 // Claim implements storage.Store.
@@ -62,6 +63,24 @@ func (s *memoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	replaced := exists && old.Lease != rec.Lease && old.Status == storage.StatusInProgress
 	resumed := replaced && old.Suspended
 	return storage.ClaimResult{Claimed: true, TookOver: replaced && !resumed, Resumed: resumed, Steps: kept}, nil
+}
+
+// ClaimMany implements storage.ClaimManyStore: each record's Claim in turn.
+func (s *memoryStore) ClaimMany(ctx context.Context, recs []storage.Record, now time.Time) ([]storage.ClaimOutcome, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := storage.DistinctIDs(recs); err != nil {
+		return nil, fmt.Errorf("memory store: claim many: %w", err)
+	}
+	out := make([]storage.ClaimOutcome, len(recs))
+	for i, rec := range recs {
+		out[i].Result, out[i].Err = s.Claim(ctx, rec, now)
+	}
+	return out, nil
 }
 
 // Complete implements storage.Store.

@@ -47,6 +47,10 @@
 //   - Release: one DeleteItem conditioned on
 //     attribute_not_exists(#id) OR #lease = :lease, so an item that is already
 //     gone counts as released.
+//   - ClaimMany (storage.ClaimManyStore, a batch's claims): one Claim per
+//     record, concurrently, at most Options.ClaimManyConcurrency in flight
+//     (DynamoDB has no conditional batch write): N records cost N calls, in
+//     about N / ClaimManyConcurrency round trips of time.
 //   - Commit of a handler's transaction (see below): one TransactWriteItems
 //     holding the completion (Complete's update, conditioned on
 //     #lease = :lease AND #status = :inprogress) and the handler's items; a

@@ -90,7 +90,21 @@ type Options struct {
 	// request's Limit); zero or less leaves it to DynamoDB (pages of up to
 	// 1 MB).
 	ScanPageSize int32
+
+	// ClaimManyConcurrency is the number of claims Store.ClaimMany has in
+	// flight at most (DynamoDB has no conditional batch write, so each
+	// record is one conditional PutItem); zero or less means
+	// DefaultClaimManyConcurrency. Each claim in flight holds one HTTP
+	// connection, and the SDK's default transport keeps 10 idle per host
+	// between calls (MaxIdleConnsPerHost): with a higher bound, give the
+	// client a transport that keeps as many, or each batch opens the
+	// others anew.
+	ClaimManyConcurrency int
 }
+
+// DefaultClaimManyConcurrency is the default Options.ClaimManyConcurrency:
+// 100 records are claimed in 7 waves of one round trip.
+const DefaultClaimManyConcurrency = 16
 
 // defaultOptions returns the options New starts from.
 func defaultOptions() Options {
@@ -107,6 +121,7 @@ func defaultOptions() Options {
 		StepsAttr:                "steps",
 		SuspendedAttr:            "suspended",
 		MaxItemBytes:             storage.DefaultMaxItemBytes,
+		ClaimManyConcurrency:     DefaultClaimManyConcurrency,
 	}
 }
 
@@ -143,6 +158,9 @@ func (o *Options) normalize() {
 	}
 	if o.MaxItemBytes <= 0 {
 		o.MaxItemBytes = storage.DefaultMaxItemBytes
+	}
+	if o.ClaimManyConcurrency <= 0 {
+		o.ClaimManyConcurrency = DefaultClaimManyConcurrency
 	}
 }
 

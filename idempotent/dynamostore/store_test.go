@@ -106,6 +106,7 @@ func TestNewDefaults(t *testing.T) {
 		StepsAttr:                "steps",
 		SuspendedAttr:            "suspended",
 		MaxItemBytes:             409600,
+		ClaimManyConcurrency:     16,
 	}, got)
 
 	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "payments")

@@ -10,8 +10,9 @@
 //	engine := idempotent.New(store)
 //
 // A Store is safe for concurrent use. It is a storage.StepStore (steps,
-// suspension) and a storage.TxStore (the handler's writes in the record's
-// transaction, through Tx).
+// suspension), a storage.TxStore (the handler's writes in the record's
+// transaction, through Tx) and a storage.ClaimManyStore (a batch's claims
+// in one statement).
 //
 // # The table
 //

@@ -45,15 +45,26 @@ const columns = "status, expires_at, lease_expires_at, lease, fingerprint, data,
 // a claim takes over.
 var recordVersion = strconv.Itoa(storage.RecordVersion)
 
-// replaceable is storage.Record.Replaceable on the stored row r, for a claim
-// with fingerprint $6 at now ($9 truncated to seconds, $10 to
+// replaceableOn is storage.Record.Replaceable on the stored row r, for a
+// claim with fingerprint fp at now ($9 truncated to seconds, $10 to
 // milliseconds). A NULL lease end compares as not lapsed: an INPROGRESS
 // record without one is never taken over.
-var replaceable = `r.expires_at < $9 OR (r.status = 'INPROGRESS' AND r.version = ` + recordVersion + ` AND r.lease <> '' ` +
-	`AND r.lease_expires_at < $10 AND (r.fingerprint = '' OR $6 = '' OR r.fingerprint = $6))`
+func replaceableOn(fp string) string {
+	return `r.expires_at < $9 OR (r.status = 'INPROGRESS' AND r.version = ` + recordVersion + ` AND r.lease <> '' ` +
+		`AND r.lease_expires_at < $10 AND (r.fingerprint = '' OR ` + fp + ` = '' OR r.fingerprint = ` + fp + `))`
+}
 
-// resumable is storage.Record.Resumable on the stored row r.
-const resumable = `r.status = 'INPROGRESS' AND r.expires_at >= $9 AND r.fingerprint = $6`
+// resumableOn is storage.Record.Resumable on the stored row r, for a claim
+// with fingerprint fp at now ($9, seconds).
+func resumableOn(fp string) string {
+	return `r.status = 'INPROGRESS' AND r.expires_at >= $9 AND r.fingerprint = ` + fp
+}
+
+// replaceable and resumable are Claim's rules, for its fingerprint $6.
+var (
+	replaceable = replaceableOn("$6")
+	resumable   = resumableOn("$6")
+)
 
 // claimSQL is Store.Claim's one statement. Parameters: $1 id, $2 status, $3
 // expires_at, $4 lease_expires_at, $5 lease, $6 fingerprint, $7 data, $8
@@ -97,6 +108,66 @@ func claimSQL(table string) string {
 SELECT claim.step_names IS NOT NULL, claim.step_names, claim.step_data, coalesce(claim.updated, false),
 	old.status IS NOT NULL, ` + prefixed("old.", columns) + `
 FROM (VALUES (1)) AS one (x) LEFT JOIN old ON true LEFT JOIN claim ON true`
+}
+
+// claimManySQL is Store.ClaimMany's one statement: Claim's rules for many
+// records at once, their fields in arrays of one element per record
+// (unnested in order, numbered n from 1). Parameters: $1 ids, $2 statuses,
+// $3 expires_at, $4 lease_expires_at (NULL elements for none), $5 leases,
+// $6 fingerprints, $7 data (NULL elements for none), $8 versions, each an
+// array; $9 now (seconds), $10 now (milliseconds), as claimSQL's. The ids
+// are distinct (ClaimMany refuses duplicates).
+//
+//   - old locks the stored rows of the records' ids, in id order, as
+//     claimSQL's old does: each is the latest version, and stays so until
+//     the statement ends.
+//   - replaced overwrites each of those rows the liveness rule lets its
+//     claim replace (on the claim's own fingerprint), keeping its steps
+//     where the claim resumes it; never one with the claim's own lease. It
+//     waits for no lock: old holds them all.
+//   - inserted inserts the records old found no row for, in id order. A row
+//     there after all (inserted by a transaction the statement's snapshot
+//     does not see) is left alone (DO NOTHING): its claim is decided by the
+//     next statement, whose snapshot sees it, and Store.ClaimMany sends one
+//     for such records (claimSQL decides on it at once, with DO UPDATE).
+//   - The outer SELECT returns one row per record, in order: whether it was
+//     claimed, the steps it kept, whether it replaced a row, and the old row.
+//
+// So the statement waits for a row lock only in old, where every call
+// takes its locks in the same order, and for another transaction's insert
+// of a key only in inserted, in the same order again: two calls over the
+// same keys wait for each other and never deadlock (claimSQL's DO UPDATE,
+// which locks a row it meets in its insert, would: a row one call's old saw
+// and another's did not).
+func claimManySQL(table string) string {
+	return `WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[], $7::bytea[], $8::integer[])
+		WITH ORDINALITY AS i (id, status, expires_at, lease_expires_at, lease, fingerprint, data, version, n)
+), old AS MATERIALIZED (
+	SELECT i.n, ` + prefixed("r.", columns) + ` FROM input AS i JOIN ` + table + ` AS r ON r.id = i.id ORDER BY r.id FOR UPDATE OF r
+), replaced AS (
+	UPDATE ` + table + ` AS r SET
+		status = i.status, expires_at = i.expires_at, lease_expires_at = i.lease_expires_at,
+		lease = i.lease, fingerprint = i.fingerprint, data = i.data, version = i.version,
+		step_names = CASE WHEN ` + resumableOn("i.fingerprint") + ` THEN r.step_names ELSE '{}' END,
+		step_data = CASE WHEN ` + resumableOn("i.fingerprint") + ` THEN r.step_data ELSE '{}' END,
+		suspended = false
+	FROM input AS i
+	WHERE r.id = i.id AND r.lease <> i.lease AND (` + replaceableOn("i.fingerprint") + `)
+		AND EXISTS (SELECT FROM old WHERE old.n = i.n)
+	RETURNING i.n, r.step_names, r.step_data
+), inserted AS (
+	INSERT INTO ` + table + ` (id, status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended)
+	SELECT i.id, i.status, i.expires_at, i.lease_expires_at, i.lease, i.fingerprint, i.data, i.version, '{}', '{}', false
+	FROM input AS i WHERE NOT EXISTS (SELECT FROM old WHERE old.n = i.n)
+	ORDER BY i.id COLLATE "C"
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id
+)
+SELECT i.n, replaced.n IS NOT NULL OR inserted.id IS NOT NULL, replaced.step_names, replaced.step_data, replaced.n IS NOT NULL,
+	old.n IS NOT NULL, ` + prefixed("old.", columns) + `
+FROM input AS i LEFT JOIN old ON old.n = i.n LEFT JOIN replaced ON replaced.n = i.n LEFT JOIN inserted ON inserted.id = i.id
+ORDER BY i.n`
 }
 
 // fencedResult is the tail of the fenced writes' statements: whether the
@@ -189,13 +260,14 @@ func quoteIdent(s string) string {
 
 // statements holds a Store's statements, built once in New.
 type statements struct {
-	claim, complete, release, suspend, appendStep, deleteExpired string
-	get, deleteAsRead, scan                                      string
+	claim, claimMany, complete, release, suspend, appendStep, deleteExpired string
+	get, deleteAsRead, scan                                                 string
 }
 
 func newStatements(table string) statements {
 	return statements{
 		claim:         claimSQL(table),
+		claimMany:     claimManySQL(table),
 		complete:      completeSQL(table),
 		release:       releaseSQL(table),
 		suspend:       suspendSQL(table),

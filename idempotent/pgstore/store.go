@@ -26,8 +26,9 @@ var (
 var ErrInvalidText = errors.New("pgstore: PostgreSQL text cannot hold invalid UTF-8 or a NUL byte")
 
 // Store is a storage.Store kept in a PostgreSQL table (schema.sql), through
-// pgx. It is also a storage.StepStore and a storage.TxStore. Create it with
-// New. A Store is safe for concurrent use.
+// pgx. It is also a storage.StepStore, a storage.TxStore and a
+// storage.ClaimManyStore. Create it with New. A Store is safe for
+// concurrent use.
 type Store struct {
 	db    DB
 	opts  Options
@@ -96,46 +97,73 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 		if err != nil {
 			return storage.ClaimResult{}, fmt.Errorf("pgstore: claim: %w", err)
 		}
-		old.fill()
-		switch {
-		case claimed:
-			res := storage.ClaimResult{Claimed: true, Steps: toSteps(keptNames, keptData)}
-			switch {
-			case found && old.lease != rec.Lease && old.status == string(storage.StatusInProgress):
-				res.Resumed = old.suspended
-				res.TookOver = !old.suspended
-			case !found && updated:
-				// A row the statement's snapshot did not see (see
-				// claimSQL): claimed moments ago and already lapsed. Whether
-				// it was suspended is unknown; a claim's row never is.
-				res.TookOver = true
-			}
-			if len(keptNames) != len(keptData) {
-				return storage.ClaimResult{}, fmt.Errorf("pgstore: claim: record %s: %w: %d step names but %d results",
-					rec.ID, storage.ErrCorruptRecord, len(keptNames), len(keptData))
-			}
-			return res, nil
-		case found && old.lease == rec.Lease:
-			// The caller's own record: nothing written.
-			existing, err := old.record(rec.ID)
-			if err != nil {
-				return storage.ClaimResult{}, fmt.Errorf("pgstore: claim: %w", err)
-			}
-			res := storage.ClaimResult{Claimed: true}
-			if existing.Resumable(&rec, now) {
-				res.Steps = existing.Steps
-			}
-			return res, nil
-		case found:
-			existing, err := old.record(rec.ID)
-			if err != nil {
-				return storage.ClaimResult{}, fmt.Errorf("pgstore: claim: %w", err)
-			}
-			return storage.ClaimResult{Existing: &existing}, nil
+		if res, done, err := decideClaim(&rec, now, claimAnswer{claimed, updated, found, keptNames, keptData, &old}); done {
+			return res, err
 		}
 		// Refused by a row the snapshot could not see: look again.
 	}
-	return storage.ClaimResult{}, fmt.Errorf("pgstore: claim: record %s: refused %d times by a record no statement could read", rec.ID, claimAttempts)
+	return storage.ClaimResult{}, unreadRefusal(rec.ID)
+}
+
+// unreadRefusal is the error of a claim of record id refused claimAttempts
+// times by a row no statement could read.
+func unreadRefusal(id string) error {
+	return fmt.Errorf("pgstore: claim: record %s: refused %d times by a record no statement could read", id, claimAttempts)
+}
+
+// claimAnswer is what claimSQL (or claimManySQL) answered for one record:
+// whether it wrote (with the steps it kept, and whether it updated a row),
+// and the stored row it locked (found: there was one).
+type claimAnswer struct {
+	claimed, updated, found bool
+	keptNames               []string
+	keptData                [][]byte
+	old                     *row
+}
+
+// decideClaim turns a claim statement's answer for rec at now into Claim's
+// result. done is false when a row the statement's snapshot did not see
+// refused the claim: the statement must run again.
+func decideClaim(rec *storage.Record, now time.Time, a claimAnswer) (res storage.ClaimResult, done bool, err error) {
+	old := a.old
+	old.fill()
+	switch {
+	case a.claimed:
+		res := storage.ClaimResult{Claimed: true, Steps: toSteps(a.keptNames, a.keptData)}
+		switch {
+		case a.found && old.lease != rec.Lease && old.status == string(storage.StatusInProgress):
+			res.Resumed = old.suspended
+			res.TookOver = !old.suspended
+		case !a.found && a.updated:
+			// A row the statement's snapshot did not see (see
+			// claimSQL): claimed moments ago and already lapsed. Whether
+			// it was suspended is unknown; a claim's row never is.
+			res.TookOver = true
+		}
+		if len(a.keptNames) != len(a.keptData) {
+			return storage.ClaimResult{}, true, fmt.Errorf("pgstore: claim: record %s: %w: %d step names but %d results",
+				rec.ID, storage.ErrCorruptRecord, len(a.keptNames), len(a.keptData))
+		}
+		return res, true, nil
+	case a.found && old.lease == rec.Lease:
+		// The caller's own record: nothing written.
+		existing, err := old.record(rec.ID)
+		if err != nil {
+			return storage.ClaimResult{}, true, fmt.Errorf("pgstore: claim: %w", err)
+		}
+		res := storage.ClaimResult{Claimed: true}
+		if existing.Resumable(rec, now) {
+			res.Steps = existing.Steps
+		}
+		return res, true, nil
+	case a.found:
+		existing, err := old.record(rec.ID)
+		if err != nil {
+			return storage.ClaimResult{}, true, fmt.Errorf("pgstore: claim: %w", err)
+		}
+		return storage.ClaimResult{Existing: &existing}, true, nil
+	}
+	return storage.ClaimResult{}, false, nil
 }
 
 // Complete implements storage.Store with one UPDATE … WHERE id = $1 AND

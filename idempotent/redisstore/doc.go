@@ -25,6 +25,9 @@
 // server that has not cached it costs one more round trip (EVALSHA answered
 // NOSCRIPT, then EVAL with the source); Store.LoadScripts, called during a
 // Lambda function's init, takes that out of the first invocation.
+// ClaimMany (storage.ClaimManyStore, a batch's claims) sends the claim
+// script once per record in one pipeline: one round trip for the batch, one
+// per primary (in parallel) on a cluster.
 //
 // The scripts implement the Store contract as the DynamoDB store's
 // conditions do:

@@ -98,13 +98,22 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
 	key := s.Key(rec.ID)
-	args := make([]any, 0, 5+2*7)
-	args = append(args, rec.Lease, itoa(now.Unix()), itoa(now.UnixMilli()), itoa(keyExpiryMs(rec.ExpiresAt)), rec.Fingerprint)
-	args = claimFields(args, &rec)
-	reply, err := claimScript.Run(ctx, s.client, []string{key}, args...).Slice()
+	reply, err := claimScript.Run(ctx, s.client, []string{key}, claimArgs(&rec, now)...).Slice()
 	if err != nil {
 		return storage.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
+	return claimResult(&rec, key, reply)
+}
+
+// claimArgs are claimScript's ARGV for a claim of rec at now.
+func claimArgs(rec *storage.Record, now time.Time) []any {
+	args := make([]any, 0, 5+2*7)
+	args = append(args, rec.Lease, itoa(now.Unix()), itoa(now.UnixMilli()), itoa(keyExpiryMs(rec.ExpiresAt)), rec.Fingerprint)
+	return claimFields(args, rec)
+}
+
+// claimResult decodes claimScript's reply to a claim of rec under key.
+func claimResult(rec *storage.Record, key string, reply []any) (storage.ClaimResult, error) {
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "claimed", "own":

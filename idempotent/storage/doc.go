@@ -8,8 +8,9 @@
 //
 // Optional capabilities extend a Store, discovered with a type assertion as
 // database/sql discovers a driver's: [StepStore] (steps), [TxStore] (the
-// handler's own writes) and [AdminStore] (reading, deleting and listing
-// records, for operators' tools).
+// handler's own writes), [ClaimManyStore] (a batch's claims in one call) and
+// [AdminStore] (reading, deleting and listing records, for operators'
+// tools).
 //
 // The split follows database/sql and database/sql/driver: what callers use lives
 // in idempotent, what a store must implement lives here.

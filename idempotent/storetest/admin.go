@@ -11,7 +11,8 @@ import (
 
 // RunAdmin checks the corrupt records of an AdminStore: Get and Scan report
 // a record that does not decode as a *storage.CorruptRecordError naming
-// its id. corrupt writes, under id, something the store cannot read as a
+// its id, Claim fails on it with an error wrapping storage.ErrCorruptRecord,
+// and a storage.ClaimManyStore's ClaimMany fails that record's claim alone. corrupt writes, under id, something the store cannot read as a
 // record (a damaged item, a key of the wrong type, a row of an unknown
 // status), bypassing the store. Run holds the other cases of AdminStore.
 // Like Run, RunAdmin makes each case a subtest of a *testing.T.
@@ -264,6 +265,7 @@ func corruptCases(corrupt func(ctx context.Context, id string) error) []testCase
 		return id
 	}
 	return []testCase{
+		claimManyCorruptCase(plant),
 		{"AdminGetCorrupt", adminStore, func(c *checker) {
 			id := plant(c, "storetest#")
 			_, err := c.admin.Get(c.ctx(), id)

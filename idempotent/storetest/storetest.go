@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,15 +30,18 @@ type testCase struct {
 type capability int
 
 const (
-	base       capability = iota // the Store contract alone
-	stepStore                    // storage.StepStore
-	txStore                      // storage.TxStore
-	adminStore                   // storage.AdminStore
+	base           capability = iota // the Store contract alone
+	stepStore                        // storage.StepStore
+	txStore                          // storage.TxStore
+	adminStore                       // storage.AdminStore
+	claimManyStore                   // storage.ClaimManyStore
 )
 
 // Run checks store against the Store contract. The cases of the optional
 // capabilities storage.StepStore, storage.TxStore (the transaction's
-// record: commit, fence, rollback, retry, a commit without a record) and
+// record: commit, fence, rollback, retry, a commit without a record),
+// storage.ClaimManyStore (every rule of Claim for each record of one call,
+// mixed outcomes, many records, duplicate IDs, overlapping calls) and
 // storage.AdminStore (get, delete as read, a change or a release since the
 // read, scan by prefix and status) run only when store implements them; on a *testing.T they are then reported
 // as skipped. With a *testing.T each case is a subtest; with any other
@@ -46,7 +50,7 @@ const (
 // the corrupt records an AdminStore reports.
 func Run(t testing.TB, store storage.Store) {
 	t.Helper()
-	run(t, store, append(append(append(cases(), textCases()...), txCases()...), adminCases()...), nil)
+	run(t, store, slices.Concat(cases(), textCases(), txCases(), claimManyCases(), adminCases()), nil)
 }
 
 // run runs the cases on store, skipping those of a capability it lacks.
@@ -55,6 +59,7 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 	steps, _ := store.(storage.StepStore)
 	txs, _ := store.(storage.TxStore)
 	admin, _ := store.(storage.AdminStore)
+	many, _ := store.(storage.ClaimManyStore)
 	base := time.Unix(time.Now().Unix(), 0)
 	missing := func(tc testCase) string {
 		switch {
@@ -64,6 +69,8 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 			return "the store is not a storage.TxStore"
 		case tc.needs == adminStore && admin == nil:
 			return "the store is not a storage.AdminStore"
+		case tc.needs == claimManyStore && many == nil:
+			return "the store is not a storage.ClaimManyStore"
 		}
 		return ""
 	}
@@ -73,24 +80,25 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 				if why := missing(tc); why != "" {
 					st.Skip(why)
 				}
-				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, admin: admin, writes: w, now: base, prefix: ""})
+				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, admin: admin, many: many, writes: w, now: base, prefix: ""})
 			})
 			continue
 		}
 		if missing(tc) != "" {
 			continue
 		}
-		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, admin: admin, writes: w, now: base, prefix: tc.name + ": "})
+		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, admin: admin, many: many, writes: w, now: base, prefix: tc.name + ": "})
 	}
 }
 
 type checker struct {
 	testing.TB
 	store  storage.Store
-	steps  storage.StepStore  // nil unless store is one
-	txs    storage.TxStore    // nil unless store is one
-	admin  storage.AdminStore // nil unless store is one
-	writes TxWrites           // RunTx's
+	steps  storage.StepStore      // nil unless store is one
+	txs    storage.TxStore        // nil unless store is one
+	admin  storage.AdminStore     // nil unless store is one
+	many   storage.ClaimManyStore // nil unless store is one
+	writes TxWrites               // RunTx's
 	now    time.Time
 	prefix string
 }

@@ -109,6 +109,35 @@ func textCases() []testCase {
 				c.sameRecord(c.mustRefuse(rival(done, c.now.Add(time.Minute)), c.now), done)
 			}
 		}},
+		{"TextOfEveryValidIDInClaimMany", claimManyStore, func(c *checker) {
+			// The IDs of TextOfEveryValidID in one ClaimMany call: each is
+			// claimed, and each record answers with its own ID and lease.
+			hex := randomHex(32)
+			var recs []storage.Record
+			for _, id := range longestIDs(hex) {
+				a := c.inProgress(time.Minute)
+				a.ID = id
+				recs = append(recs, a)
+			}
+			for _, p := range textPrefixes {
+				a := c.inProgress(time.Minute)
+				a.ID = p + "#" + hex
+				recs = append(recs, a)
+			}
+			rivals := make([]storage.Record, len(recs))
+			for i, o := range c.claimMany(recs, c.now) {
+				if o.Err != nil || !o.Result.Claimed {
+					c.fatalf("ClaimMany: %q: %+v, error %v; want claimed: the store does not keep distinct IDs distinct", recs[i].ID, o.Result, o.Err)
+				}
+				rivals[i] = rival(recs[i], c.now.Add(time.Minute))
+			}
+			for i, o := range c.claimMany(rivals, c.now) {
+				if o.Err != nil || o.Result.Existing == nil {
+					c.fatalf("ClaimMany of rivals: %q: %+v, error %v; want refused", recs[i].ID, o.Result, o.Err)
+				}
+				c.sameRecord(o.Result.Existing, recs[i])
+			}
+		}},
 		{"TextOfEveryValidStepName", stepStore, func(c *checker) {
 			// Every step name the engine can send is held byte for byte and
 			// in order, and names that differ only where a normalizing,
