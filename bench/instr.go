@@ -37,18 +37,22 @@ import (
 // start-ups execute the same instructions, and takes half the runs. One
 // invocation at a time (-c 1, as Lambda sends them), GOMAXPROCS=1 and no
 // asynchronous preemption (its signals follow the wall clock, which valgrind
-// slows), and a full collection before each phase, so that what varies with
-// timing (idle Ps spinning, preemption, where a collection falls) stays out
-// of the count.
+// slows), and a full collection before each phase with the collector off
+// during it (GOGC=off), so that what varies with timing (idle Ps spinning,
+// preemption, where a collection falls) stays out of the count. The
+// collector is left out because where its cycles fall is a step function:
+// with it on (even stop-the-world), one more cycle in a phase of 150
+// invocations moved a ratio by about 4 points, and the ratio read 1.06 at
+// N=100 and 1.10 at N=150 for one build. What it would cost follows the heap
+// each invocation allocates, which the report gives beside the count
+// (allocation itself, mallocgc, is counted).
 
 // callgrindGODEBUG is the drivers' GODEBUG under callgrind: no RDTSCP
 // (valgrind 3.19 cannot run it, and Go's runtime uses it where the CPU has
-// it), no asynchronous preemption (its signals follow the wall clock, which
-// valgrind slows 50-fold), and stop-the-world collections (a concurrent
-// collection's write barriers and assists depend on how the collector's
-// and the invocations' goroutines interleave in time; a stop-the-world one
-// does the same marking where the allocations alone decide).
-const callgrindGODEBUG = "cpu.rdtscp=off,asyncpreemptoff=1,gcstoptheworld=1"
+// it) and no asynchronous preemption (its signals follow the wall clock,
+// which valgrind slows 50-fold). The drivers also run with GOGC=off: the
+// collector runs only where the driver calls runtime.GC, between phases.
+const callgrindGODEBUG = "cpu.rdtscp=off,asyncpreemptoff=1"
 
 // instrCeilings are the ceilings on client instructions per invocation,
 // wrapped / bare, by door (drive's -door).
@@ -245,7 +249,7 @@ func (e *env) driveCallgrind(ctx context.Context, out string, args []string) (in
 		args, []string{"-table", table, "-event", filepath.Join(e.root, "bench", "testdata", "payment-event.json")})
 	cmd := exec.CommandContext(ctx, "valgrind", a...)
 	cmd.Dir = e.root
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG="+callgrindGODEBUG)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=off", "GODEBUG="+callgrindGODEBUG)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()

@@ -50,13 +50,14 @@ type config struct {
 	ScaleN, ScaleN1                         int
 	ScaleDups                               float64
 	ColdReps                                int
+	BatchRuns, BatchRunsOthers              int
 	BenchCount                              int
 	Benchtime                               string
 	Only                                    string
 	CPUProfile                              string
 }
 
-// runs reports whether section (1 to 11) is to run.
+// runs reports whether section (1 to 12) is to run.
 func (c *config) runs(section int) bool {
 	if c.Only == "" {
 		return true
@@ -98,6 +99,8 @@ func benchMain(args []string) error {
 	fs.IntVar(&c.ScaleN1, "scale-n1", 4000, "invocations of the scale runs at concurrency 1")
 	fs.Float64Var(&c.ScaleDups, "scale-dups", 0.10, "fraction of duplicates in the second scale series")
 	fs.IntVar(&c.ColdReps, "cold-reps", 40, "measured starts of each function (cold start)")
+	fs.IntVar(&c.BatchRuns, "batch-runs", 5, "measured runs of each batch over DynamoDB, idemkit's and Powertools' (batches at 5 ms a call)")
+	fs.IntVar(&c.BatchRunsOthers, "batch-runs-others", 3, "measured runs of each batch over Redis and PostgreSQL (batches at 5 ms a call)")
 	fs.IntVar(&c.BenchCount, "bench-count", 8, "passes of the in-process benchmarks (each -test.count 1)")
 	fs.StringVar(&c.Benchtime, "benchtime", "250ms", "go test -benchtime of the in-process benchmarks")
 	fs.StringVar(&c.Only, "only", "", "run only these sections, e.g. 1,5 (default: all)")
@@ -206,7 +209,7 @@ func benchMain(args []string) error {
 		})
 	}
 
-	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) || c.runs(9) || c.runs(10) {
+	if c.runs(1) || c.runs(2) || c.runs(3) || c.runs(6) || c.runs(9) || c.runs(10) || c.runs(12) {
 		section("warm-up", func() {
 			progress("warm-up")("DynamoDB Local's JIT: 3,000 invocations, unmeasured")
 			warmUp(ctx, client, table, tmpl, 3000)
@@ -284,6 +287,15 @@ func benchMain(args []string) error {
 			if r.pg, err = runPGFloor(ctx, tmpl, c.CallsReps, c.PGFloorN, c.PGFloorWarmup); err != nil {
 				r.pgErr = err.Error()
 				progress("11 postgres floor")("FAILED: " + err.Error())
+			}
+		})
+	}
+
+	if c.runs(12) {
+		section("12. batches at 5 ms a call", func() {
+			if r.batch, err = runBatchWave(ctx, e, c.Build, c.BatchRuns, c.BatchRunsOthers, progress("12 batches")); err != nil {
+				r.batchErr = err.Error()
+				progress("12 batches")("FAILED: " + err.Error())
 			}
 		})
 	}
@@ -368,6 +380,10 @@ func benchMain(args []string) error {
 	failed = append(failed, r.pg.failed()...)
 	if c.runs(11) && r.pgErr != "" {
 		failed = append(failed, "PostgreSQL (not measured: "+r.pgErr+")")
+	}
+	failed = append(failed, r.batch.gate(batchTimesGated)...) // §12: store calls per record; its times once gated
+	if c.runs(12) && r.batchErr != "" {
+		failed = append(failed, "§12 batches (not measured: "+r.batchErr+")")
 	}
 	var missed []string
 	for _, g := range r.instrGates() {

@@ -57,6 +57,9 @@ type report struct {
 
 	pg    *pgResult // §11
 	pgErr string
+
+	batch    *batchResult // §12 (batchreport.go)
+	batchErr string
 }
 
 // target is one line of the summary.
@@ -183,6 +186,7 @@ func (r *report) targets() []target {
 		}
 	}
 	t = append(t, r.pgTargets()...) // §11, beside §7's Redis floor
+	t = append(t, r.batchTargets()...)
 	if r.capacityErr == "" {
 		for _, pair := range r.capacityPairs() {
 			for _, phase := range []string{"new", "replay"} {
@@ -343,18 +347,18 @@ func (r *report) markdown() string {
 	for _, t := range r.targets() {
 		p("| %s | %s | %s | %s | %s |\n", t.section, t.what, t.want, t.got, verdict(t.met))
 	}
-	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request, §11's PostgreSQL round trips) " +
+	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request, §11's PostgreSQL round trips, §12's store calls per batch record) " +
 		"or a ceiling on client instructions per invocation (§2, §9, §10: counted by valgrind's callgrind, they resolve a ratio to about a " +
 		"hundredth, where CPU seconds on this machine drift by several) is missed, or not measured; the other targets are reported here. " +
 		"Every target is a count or a ratio measured in this one run: absolute times differ from machine to machine, so the " +
-		"sections report them without a target.\n\n")
+		"sections report them without a target, but for §12's batch times, bounded at a round trip set to 5 ms and not gated yet.\n\n")
 	p("Spreads are benchstat's: `median ± x%%`, where x is the larger distance from the median to the ends of a " +
 		"distribution-free 95%% confidence interval of the median (its order statistics), for figures measured 6 times " +
 		"or more; with fewer runs it is the distance to the ends of the range instead. " +
 		"Latency percentiles are over all the invocations of one run.\n\n")
 
 	for i, section := range []func(func(string, ...any)){r.writeCalls, r.writeFloor, r.writeCompare, r.writeInproc, r.writeCold, r.writeScale,
-		r.writeRedisFloor, r.writeCapacity, r.writeHTTP, r.writeAPIGW, r.writePGFloor} {
+		r.writeRedisFloor, r.writeCapacity, r.writeHTTP, r.writeAPIGW, r.writePGFloor, r.writeBatch} {
 		if c.runs(i + 1) {
 			section(p)
 		}
@@ -481,17 +485,18 @@ func (r *report) writeFloorMethod(p func(string, ...any), unit string) {
 		"`/proc/self/io` counts the same reads and writes); it varies with timing, not with the client's work, and is "+
 		"most of the rounds' spread.\n\n", c.CPUWarmup, c.CPUN, c.CPUN, c.CPUC, c.CPURounds)
 	p("**Client instructions** (the gate): the same driver and arguments under valgrind's callgrind (bench/instr.go), which "+
-		"counts the instructions the process executes, every thread's: the SDK's, the handler's, the Go runtime's and garbage "+
-		"collector's and, wrapped, idemkit's. Unlike CPU seconds, the count does not depend on what else the machine runs. "+
+		"counts the instructions the process executes, every thread's: the SDK's, the handler's, the Go runtime's (allocation "+
+		"included) and, wrapped, idemkit's. Unlike CPU seconds, the count does not depend on what else the machine runs. "+
 		"The driver calls a marker function just before and just after each measured phase, and callgrind zeroes its counters "+
 		"at the first (`--zero-before`) and writes them out at the second (`--dump-before`), so each phase's count is exact "+
 		"to the instruction and holds no start-up, warm-up or bookkeeping (two runs at two invocation counts would cancel "+
 		"start-up only as far as two start-ups execute the same instructions, and take twice the runs). Each run: %d "+
 		"unmeasured warm-up invocations, %d new keys, then the same keys replayed, one invocation at a time (as Lambda sends "+
-		"them), a full collection before each phase, with `GOMAXPROCS=1 GODEBUG=%s` (valgrind cannot run RDTSCP; "+
-		"preemption signals follow the wall clock, which valgrind slows about 50-fold; a stop-the-world collection does the "+
-		"marking a concurrent one does, at points the allocations alone decide, without the write barriers and assists whose "+
-		"number depends on how goroutines interleave in time). Wrapped and bare run at once, %d rounds; the gate is the "+
+		"them), a full collection before each phase and the collector off during it, with `GOMAXPROCS=1 GOGC=off GODEBUG=%s` "+
+		"(valgrind cannot run RDTSCP; preemption signals follow the wall clock, which valgrind slows about 50-fold). The "+
+		"collector's own work is left out of the count because where its cycles fall is a step function: with it on, one "+
+		"more cycle in a phase moved a ratio by about 4 points. What it would cost follows the heap each invocation "+
+		"allocates, given beside the count. Wrapped and bare run at once, %d rounds; the gate is the "+
 		"median of the rounds' ratios. **How finely it resolves**: the wrapped driver against itself, each round over the one "+
 		"before (the true ratio is 1), and each path's spread across the rounds ((highest − lowest) / median), in the table: "+
 		"what remains is the Go runtime's own randomness (map hash seeds and iteration order differ per process, so do the "+
