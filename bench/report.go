@@ -499,9 +499,9 @@ func (r *report) writeFloorMethod(p func(string, ...any), unit string) {
 		"allocates, given beside the count. Wrapped and bare run at once, %d rounds; the gate is the "+
 		"median of the rounds' ratios. **How finely it resolves**: the wrapped driver against itself, each round over the one "+
 		"before (the true ratio is 1), and each path's spread across the rounds ((highest − lowest) / median), in the table: "+
-		"what remains is the Go runtime's own randomness (map hash seeds and iteration order differ per process, so do the "+
-		"points where collections fall) and its clock-driven work (the monitor thread, the scavenger).\n\n",
-		c.InstrWarmup, c.InstrN, c.InstrRounds, callgrindGODEBUG, c.InstrRounds)
+		"what remains is the Go runtime's own randomness (map hash seeds and iteration order differ per process) and its "+
+		"clock-driven work (the monitor thread, the scavenger).\n\n",
+		c.InstrWarmup, c.InstrN, callgrindGODEBUG, c.InstrRounds)
 }
 
 // writeInstrTable writes a door's client instructions table: the gate,
