@@ -12,11 +12,11 @@
 // RequestV1FromContext and RequestV2FromContext) and what the handler writes
 // back into the event response. Any net/http handler or middleware runs
 // behind API Gateway unchanged; idempotency is package nethttp's
-// middleware around it, with keys scoped to the authorizer's caller by
-// Scope:
+// middleware around it, with keys scoped to the authorizer's caller, whom
+// the door names in each request's context (see "Caller scoping"):
 //
 //	store := dynamostore.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
-//	idem := nethttp.Middleware(idempotent.New(store), nethttp.WithScope(apigateway.Scope))
+//	idem := nethttp.Middleware(idempotent.New(store))
 //	lambda.Start(apigateway.HandlerV2(idem(mux)))
 //
 // WrapV1 and WrapV2 keep the typed form, a handler of the event itself: each
@@ -25,7 +25,7 @@
 // rules below (keys, fingerprints, stored statuses and headers, problem
 // answers, handler failures) are package nethttp's, one implementation, and
 // its options (nethttp.WithMethods, nethttp.WithRetryAfter, ...) are
-// WrapV1's and WrapV2's:
+// WrapV1's and WrapV2's, given with WithHTTPOptions:
 //
 //	engine := idempotent.New(store, idempotent.WithExpiry(24*time.Hour))
 //	lambda.Start(apigateway.WrapV2(engine, createPayment))
@@ -140,10 +140,18 @@
 // share one anonymous scope. An HTTP API Lambda authorizer with simple
 // responses passes no principalId, only its context: name the context field
 // that identifies the caller with WithAuthorizerCaller (without it, such
-// requests share the anonymous scope, and the adapter logs a warning once).
-// Scope is this rule as a nethttp.WithScope function, and WrapV1 and WrapV2
-// scope their keys with it; WithAuthorizerCaller is the nethttp option that
-// scopes with the field instead.
+// requests share the anonymous scope, and the adapter logs a warning once,
+// for the first such request with an Idempotency-Key).
+//
+// Every door applies this rule, with nothing called back: it names the
+// caller while it translates the event, and hands the name forward to
+// nethttp.Middleware in the request's context (nethttp.ContextWithScope; a
+// caller WithAuthorizerCaller cannot name, with nethttp.ContextWithScopeError,
+// which the middleware answers 500 for a request with a key). So HandlerV1
+// and HandlerV2 scope the keys of the middleware behind them as WrapV1 and
+// WrapV2 do. WithAuthorizerCaller is an option of every door; a
+// nethttp.WithScope given to the middleware (through WithHTTPOptions, for
+// WrapV1 and WrapV2) names callers instead of the door.
 // An assumed role's ARN includes its session name, so a retry must come from
 // the same role session to be recognized.
 //
@@ -153,8 +161,8 @@
 // body; WrapV1 and WrapV2 add an error-level line, with the stack of a
 // panic, when a handler fails. Both go to the Engine's logger
 // (idempotent.WithLogger). HandlerV1 and HandlerV2, which know no Engine,
-// log what they refuse or recover, and Scope its warning, to
-// slog.Default().
+// log what they refuse or recover, and the shared-scope warning, to
+// slog.Default(); the middleware behind them logs to its Engine's.
 // Give the Engine idempotent.WithOutcomeHook for metrics; a response not
 // stored because of its status is reported as idempotent.OutcomeHandlerError,
 // as it releases the record the same way. Requests the adapter refuses with
@@ -170,10 +178,11 @@
 // The core is configured once, by the options given to idempotent.New
 // (prefix, expiry, leases, waiting, cache, logger, outcome hooks, optional
 // keys), and every front door given that Engine shares them. The HTTP
-// options are package nethttp's, given to nethttp.Middleware or to WrapV1
-// and WrapV2: the methods that need a key, Retry-After, the headers and
-// cookies stored, the body limit, and the caller's scope
-// (WithAuthorizerCaller is one). The middleware derives the key, scope and
+// options are package nethttp's, given to nethttp.Middleware, or to WrapV1
+// and WrapV2 with WithHTTPOptions: the methods that need a key,
+// Retry-After, the headers and cookies stored, the body limit, and a
+// caller's scope of its own (nethttp.WithScope). The door's own option,
+// for all four, is WithAuthorizerCaller. The middleware derives the key and
 // payload from each request itself, and stores the HTTP response form as
 // JSON: idempotent.WithCodec does not apply to it.
 //

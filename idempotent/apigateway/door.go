@@ -13,11 +13,13 @@ import (
 
 // door is what HandlerV1 and HandlerV2 share, as aws-lambda-go's lambdaurl
 // does for Function URLs: translate the event into an *http.Request whose
-// context carries the event, serve it with h, translate what h wrote back
-// into the event response. Nothing is called back.
+// context carries the event and its caller's scope (for nethttp.Middleware,
+// with nethttp.ContextWithScope), serve it with h, translate what h wrote
+// back into the event response. Nothing is called back.
 type door[Req, Resp any] struct {
 	payload[Req, Resp]
-	h http.Handler
+	h       http.Handler
+	callers *callers
 	// log is where refused events and panics are logged: slog.Default()
 	// for HandlerV1 and HandlerV2, the Engine's for WrapV1 and WrapV2.
 	log func() *slog.Logger
@@ -33,6 +35,9 @@ type payload[Req, Resp any] struct {
 	request func(ctx context.Context, ev *Req) (*http.Request, error)
 	// response is what the handler wrote, as the event response.
 	response func(rec *recorder) Resp
+	// caller is the scope the event's authorizer names, and the context of
+	// the Lambda authorizer that authorized it (nil when none did).
+	caller func(ev *Req) (scope string, lambdaAuth map[string]any)
 }
 
 // invocation is one event on its way through a door: the request's context
@@ -81,7 +86,8 @@ func RequestV2FromContext(ctx context.Context) (ev *events.APIGatewayV2HTTPReque
 	return &inv.ev, true
 }
 
-// serve answers inv's event with d.h, into inv.rec. It never fails: an
+// serve answers inv's event with d.h, into inv.rec, the request scoped to
+// the event's caller (or carrying why it cannot be named). It never fails: an
 // event without a method is answered 400 malformed-request without running
 // the handler, and a panic that leaves the handler (which net/http's server
 // would recover, and Lambda does not) is logged and answered 500
@@ -96,7 +102,15 @@ func (d *door[Req, Resp]) serve(ctx context.Context, inv *invocation[Req, Resp])
 			nethttp.Fail(&inv.rec, fmt.Errorf("apigateway: panic: %v", v))
 		}
 	}()
-	r, err := d.request(context.WithValue(ctx, invocationKey{}, inv), &inv.ev)
+	scope, shared, scopeErr := d.callers.name(d.caller(&inv.ev))
+	rctx := context.WithValue(ctx, invocationKey{}, inv)
+	if scopeErr != nil {
+		// The middleware answers it if the request has a key; else it runs.
+		rctx = nethttp.ContextWithScopeError(rctx, scopeErr)
+	} else {
+		rctx = nethttp.ContextWithScope(rctx, scope)
+	}
+	r, err := d.request(rctx, &inv.ev)
 	if err != nil {
 		d.log().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")
@@ -105,6 +119,9 @@ func (d *door[Req, Resp]) serve(ctx context.Context, inv *invocation[Req, Resp])
 		}
 		nethttp.Refuse(&inv.rec, err.Error())
 		return false
+	}
+	if shared && r.Header[nethttp.HeaderIdempotencyKey] != nil {
+		d.callers.warnShared(ctx)
 	}
 	d.h.ServeHTTP(&inv.rec, r)
 	return false

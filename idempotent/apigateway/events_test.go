@@ -13,6 +13,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
+	"github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // Tests on raw events, for what the neutral harness cannot express: how each
@@ -93,47 +94,50 @@ func TestHeadersV2(t *testing.T) {
 	}
 }
 
-// TestEventsFromJSON decodes events the way the Lambda runtime does, so that
-// authorizer claims arrive as map[string]any and numbers as float64.
+// TestEventsFromJSON: events as the Lambda runtime decodes them (authorizer
+// claims as map[string]any, numbers as float64), from events/ and
+// testdata/, through WrapV1 and WrapV2: Alice's retry is replayed, as it
+// first went out; Bob's request with her key and body runs; her key with
+// another body is refused.
 func TestEventsFromJSON(t *testing.T) {
 	t.Parallel()
-	v1 := func(sub, body string) string {
-		return `{"httpMethod":"POST","path":"/orders","resource":"/orders",
-			"headers":{"Idempotency-Key":"\"order-1\"","Content-Type":"application/json"},
-			"multiValueHeaders":{"Idempotency-Key":["\"order-1\""],"Content-Type":["application/json"]},
-			"queryStringParameters":{"dry":"false"},"multiValueQueryStringParameters":{"dry":["false"]},
-			"requestContext":{"authorizer":{"claims":{"sub":"` + sub + `","iss":"https://cognito-idp.eu-west-1.amazonaws.com/pool"},"integrationLatency":12},"requestId":"r-` + sub + `"},
-			"body":` + body + `,"isBase64Encoded":false}`
-	}
-	v2 := func(sub, body string) string {
-		return `{"version":"2.0","routeKey":"POST /orders","rawPath":"/orders","rawQueryString":"dry=false",
-			"headers":{"idempotency-key":"order-1","content-type":"application/json"},
-			"requestContext":{"http":{"method":"POST","path":"/orders"},"requestId":"r-` + sub + `",
-			"authorizer":{"jwt":{"claims":{"sub":"` + sub + `","iss":"https://issuer"},"scopes":null}}},
-			"body":` + body + `,"isBase64Encoded":false}`
-	}
 	t.Run("v1", func(t *testing.T) {
 		t.Parallel()
 		runs := 0
 		h := apigateway.WrapV1(newEngine(idempotent.NewMemoryStore()), func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 			runs++
-			return events.APIGatewayProxyResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"order":1}`}, nil
+			return events.APIGatewayProxyResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"Content-Type": "application/json"},
+				MultiValueHeaders: map[string][]string{"Set-Cookie": {"s=1"}}, Body: `{"order":1}`}, nil
 		})
-		call := func(raw string) events.APIGatewayProxyResponse {
-			var ev events.APIGatewayProxyRequest
-			require.NoError(t, json.Unmarshal([]byte(raw), &ev))
-			out, err := h(context.Background(), ev)
+		call := func(edit func(*events.APIGatewayProxyRequest)) events.APIGatewayProxyResponse {
+			ev := fixtureV1(t, restPayment)
+			edit(&ev)
+			out, err := h(t.Context(), ev)
 			require.NoError(t, err)
 			return out
 		}
-		assert.Equal(t, http.StatusCreated, call(v1("alice", `"{\"a\":1,\"b\":2}"`)).StatusCode)
-		again := call(v1("alice", `"{\"b\":2, \"a\":1}"`))
+		first := call(func(*events.APIGatewayProxyRequest) {})
+		assert.Equal(t, http.StatusCreated, first.StatusCode)
+		assert.Equal(t, []string{"s=1"}, first.MultiValueHeaders["Set-Cookie"])
+		again := call(func(ev *events.APIGatewayProxyRequest) {
+			ev.Body = `{ "currency":"EUR", "amount":2500, "customerId":"cus_NffrFeUfNV2Hib" }`
+			ev.RequestContext.RequestID = "another"
+		})
 		assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
 		assert.Equal(t, "application/json", again.Headers["Content-Type"])
 		assert.Equal(t, `{"order":1}`, again.Body)
-		assert.Equal(t, http.StatusCreated, call(v1("bob", `"{\"a\":1,\"b\":2}"`)).StatusCode)
+		assert.NotContains(t, again.MultiValueHeaders, "Set-Cookie")
+		bob := call(func(ev *events.APIGatewayProxyRequest) {
+			ev.RequestContext.Authorizer["claims"].(map[string]any)["sub"] = "9c8d7e6f-5a4b-4c3d-8e2f-1a0b9c8d7e6f"
+		})
+		assert.Equal(t, http.StatusCreated, bob.StatusCode)
+		assert.Empty(t, bob.Headers[nethttp.HeaderReplayed])
 		assert.Equal(t, 2, runs)
-		assert.Equal(t, http.StatusUnprocessableEntity, call(v1("alice", `"{\"a\":2}"`)).StatusCode)
+		other := call(func(ev *events.APIGatewayProxyRequest) {
+			ev.Body = `{"customerId":"cus_NffrFeUfNV2Hib","amount":9900,"currency":"EUR"}`
+		})
+		assert.Equal(t, http.StatusUnprocessableEntity, other.StatusCode)
+		assert.Equal(t, 2, runs)
 	})
 	t.Run("v2", func(t *testing.T) {
 		t.Parallel()
@@ -142,20 +146,38 @@ func TestEventsFromJSON(t *testing.T) {
 			runs++
 			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Headers: map[string]string{"content-type": "application/json"}, Cookies: []string{"s=1"}, Body: `{"order":1}`}, nil
 		})
-		call := func(raw string) events.APIGatewayV2HTTPResponse {
-			var ev events.APIGatewayV2HTTPRequest
-			require.NoError(t, json.Unmarshal([]byte(raw), &ev))
-			out, err := h(context.Background(), ev)
+		call := func(name string, edit func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPResponse {
+			ev := fixtureV2(t, name)
+			if edit != nil {
+				edit(&ev)
+			}
+			out, err := h(t.Context(), ev)
 			require.NoError(t, err)
 			return out
 		}
-		first := call(v2("alice", `"{\"a\":1}"`))
+		first := call(sampleevents.PaymentNew, nil)
 		assert.Equal(t, []string{"s=1"}, first.Cookies)
-		again := call(v2("alice", `"{ \"a\" : 1 }"`))
-		assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
-		assert.Equal(t, "application/json", again.Headers["content-type"])
-		assert.Empty(t, again.Cookies)
-		assert.Equal(t, http.StatusCreated, call(v2("bob", `"{\"a\":1}"`)).StatusCode)
+		for _, again := range []events.APIGatewayV2HTTPResponse{
+			call(sampleevents.PaymentReplay, nil),
+			call(sampleevents.PaymentReplay, func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.Body = `{ "currency":"EUR", "amount":2500, "customerId":"cus_NffrFeUfNV2Hib" }`
+			}),
+		} {
+			assert.Equal(t, http.StatusCreated, again.StatusCode)
+			assert.Equal(t, "true", again.Headers[nethttp.HeaderReplayed])
+			assert.Equal(t, "application/json", again.Headers["content-type"], "the header as the handler named it")
+			assert.Equal(t, `{"order":1}`, again.Body)
+			assert.Empty(t, again.Cookies)
+		}
+		assert.Equal(t, http.StatusCreated, call(sampleevents.PaymentSecondCaller, nil).StatusCode)
+		assert.Equal(t, 2, runs)
+		assert.Equal(t, http.StatusUnprocessableEntity, call(sampleevents.PaymentDifferentBody, nil).StatusCode)
+		missing := call(sampleevents.PaymentMissingKey, nil)
+		assert.Equal(t, http.StatusBadRequest, missing.StatusCode)
+		assert.Contains(t, missing.Body, nethttp.ProblemMissingKey)
+		malformed := call(sampleevents.PaymentMalformedJSON, nil)
+		assert.Equal(t, http.StatusBadRequest, malformed.StatusCode)
+		assert.Contains(t, malformed.Body, nethttp.ProblemInvalidJSON)
 		assert.Equal(t, 2, runs)
 	})
 }

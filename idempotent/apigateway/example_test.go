@@ -71,13 +71,14 @@ func ExampleWrapV1_methods() {
 	// also charges a card is not: require a key for it too.
 	_ = apigateway.WrapV1(idempotent.New(idempotent.NewMemoryStore()), func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
-	}, nethttp.WithMethods(http.MethodPost, http.MethodPut, http.MethodPatch))
+	}, apigateway.WithHTTPOptions(nethttp.WithMethods(http.MethodPost, http.MethodPut, http.MethodPatch)))
 }
 
 func ExampleHandlerV2() {
 	// Any net/http handler runs behind API Gateway unchanged; for
-	// idempotency, nethttp.Middleware goes around it, with keys scoped to
-	// the authorizer's caller.
+	// idempotency, nethttp.Middleware goes around it. The door names the
+	// authorizer's caller in each request's context, and the middleware
+	// scopes keys to it.
 	charges := 0
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /payments", func(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +89,7 @@ func ExampleHandlerV2() {
 		fmt.Fprintf(w, `{"payment":%d,"stage":%q}`, charges, ev.RequestContext.Stage)
 	})
 	engine := idempotent.New(idempotent.NewMemoryStore())
-	idem := nethttp.Middleware(engine, nethttp.WithScope(apigateway.Scope))
+	idem := nethttp.Middleware(engine)
 	handler := apigateway.HandlerV2(idem(mux)) // in a Lambda function: lambda.Start(handler)
 
 	req := events.APIGatewayV2HTTPRequest{

@@ -3,10 +3,13 @@ package apigateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/idemkit/idemkit/idempotent/apigateway"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
+	"github.com/idemkit/idemkit/internal/sampleevents"
 )
 
 // req is a request in a form neutral to the payload version; each flavor
@@ -56,17 +60,26 @@ func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engin
 	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 }
 
-// flavor wraps a neutral handler with WrapV1 or WrapV2 and returns a neutral
-// caller, which asserts that the wrapped function never returns an error.
+// flavor serves a neutral handler through one of the package's doors and
+// returns a neutral caller, which asserts that the door never returns an
+// error.
 type flavor struct {
 	name string
-	wrap func(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp
+	wrap func(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp
 }
 
+// flavors are the typed layer's: WrapV1 and WrapV2.
 var flavors = []flavor{
 	{name: "v1", wrap: wrapV1},
 	{name: "v2", wrap: wrapV2},
 }
+
+// doors are every door: the typed layer's flavors, and HandlerV1 and
+// HandlerV2 around nethttp.Middleware around an http.Handler.
+var doors = append([]flavor{
+	{name: "v1 http.Handler", wrap: handlerV1},
+	{name: "v2 http.Handler", wrap: handlerV2},
+}, flavors...)
 
 func (r req) withDefaults() req {
 	if r.method == "" {
@@ -78,7 +91,67 @@ func (r req) withDefaults() req {
 	return r
 }
 
-func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp {
+// eventV1 is r as a REST API event.
+func eventV1(t testing.TB, r req) events.APIGatewayProxyRequest {
+	r = r.withDefaults()
+	ev := events.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, Resource: r.path, Body: r.body, IsBase64Encoded: r.base64}
+	if len(r.headers) > 0 {
+		ev.Headers = r.headers
+		ev.MultiValueHeaders = map[string][]string{}
+		for k, v := range r.headers {
+			ev.MultiValueHeaders[k] = []string{v}
+		}
+	}
+	if r.query != "" {
+		q, err := url.ParseQuery(r.query)
+		require.NoError(t, err)
+		ev.MultiValueQueryStringParameters = q
+		ev.QueryStringParameters = map[string]string{}
+		for k, v := range q {
+			ev.QueryStringParameters[k] = v[len(v)-1]
+		}
+	}
+	if r.sub != "" {
+		ev.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": r.sub, "iss": "https://issuer.example"}}
+	}
+	if r.lambdaAuth != nil {
+		ev.RequestContext.Authorizer = maps.Clone(r.lambdaAuth)
+	}
+	return ev
+}
+
+// eventV2 is r as an HTTP API event.
+func eventV2(t testing.TB, r req) events.APIGatewayV2HTTPRequest {
+	r = r.withDefaults()
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: r.path, RawQueryString: r.query, Body: r.body, IsBase64Encoded: r.base64}
+	ev.RequestContext.HTTP.Method = r.method
+	ev.RequestContext.HTTP.Path = r.path
+	if len(r.headers) > 0 {
+		ev.Headers = map[string]string{}
+		for k, v := range r.headers {
+			ev.Headers[strings.ToLower(k)] = v
+		}
+	}
+	if r.query != "" {
+		q, err := url.ParseQuery(r.query)
+		require.NoError(t, err)
+		ev.QueryStringParameters = map[string]string{}
+		for k, v := range q {
+			ev.QueryStringParameters[k] = strings.Join(v, ",")
+		}
+	}
+	if r.sub != "" {
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": r.sub, "iss": "https://issuer.example"}},
+		}
+	}
+	if r.lambdaAuth != nil {
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: maps.Clone(r.lambdaAuth)}
+	}
+	return ev
+}
+
+func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
 	wrapped := apigateway.WrapV1(e, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		out, err := h(ctx, req{method: ev.HTTPMethod, path: ev.Path, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		multi := maps.Clone(out.multi)
@@ -92,71 +165,68 @@ func wrapV1(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Optio
 	}, opts...)
 	return func(r req) resp {
 		t.Helper()
-		r = r.withDefaults()
-		ev := events.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, Resource: r.path, Body: r.body, IsBase64Encoded: r.base64}
-		if len(r.headers) > 0 {
-			ev.Headers = r.headers
-			ev.MultiValueHeaders = map[string][]string{}
-			for k, v := range r.headers {
-				ev.MultiValueHeaders[k] = []string{v}
-			}
-		}
-		if r.query != "" {
-			q, err := url.ParseQuery(r.query)
-			require.NoError(t, err)
-			ev.MultiValueQueryStringParameters = q
-			ev.QueryStringParameters = map[string]string{}
-			for k, v := range q {
-				ev.QueryStringParameters[k] = v[len(v)-1]
-			}
-		}
-		if r.sub != "" {
-			ev.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": r.sub, "iss": "https://issuer.example"}}
-		}
-		if r.lambdaAuth != nil {
-			ev.RequestContext.Authorizer = maps.Clone(r.lambdaAuth)
-		}
-		out, err := wrapped(context.Background(), ev)
+		out, err := wrapped(context.Background(), eventV1(t, r))
 		require.NoError(t, err, "the adapter must never return an error")
 		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
 	}
 }
 
-func wrapV2(t testing.TB, e *idempotent.Engine, h handler, opts ...nethttp.Option) func(req) resp {
+func wrapV2(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
 	wrapped := apigateway.WrapV2(e, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		out, err := h(ctx, req{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, headers: ev.Headers, body: ev.Body, base64: ev.IsBase64Encoded})
 		return events.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: out.headers, MultiValueHeaders: out.multi, Cookies: out.cookies, Body: out.body, IsBase64Encoded: out.base64}, err
 	}, opts...)
 	return func(r req) resp {
 		t.Helper()
-		r = r.withDefaults()
-		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: r.path, RawQueryString: r.query, Body: r.body, IsBase64Encoded: r.base64}
-		ev.RequestContext.HTTP.Method = r.method
-		ev.RequestContext.HTTP.Path = r.path
-		if len(r.headers) > 0 {
-			ev.Headers = map[string]string{}
-			for k, v := range r.headers {
-				ev.Headers[strings.ToLower(k)] = v
-			}
-		}
-		if r.query != "" {
-			q, err := url.ParseQuery(r.query)
-			require.NoError(t, err)
-			ev.QueryStringParameters = map[string]string{}
-			for k, v := range q {
-				ev.QueryStringParameters[k] = strings.Join(v, ",")
-			}
-		}
-		if r.sub != "" {
-			ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": r.sub, "iss": "https://issuer.example"}},
-			}
-		}
-		if r.lambdaAuth != nil {
-			ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: maps.Clone(r.lambdaAuth)}
-		}
-		out, err := wrapped(context.Background(), ev)
+		out, err := wrapped(context.Background(), eventV2(t, r))
 		require.NoError(t, err, "the adapter must never return an error")
+		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
+	}
+}
+
+// asHTTP is a neutral handler as an http.Handler, failing with nethttp.Fail.
+func asHTTP(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		in := req{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, headers: map[string]string{}, body: string(body)}
+		for k := range r.Header {
+			in.headers[k] = r.Header.Get(k)
+		}
+		out, err := h(r.Context(), in)
+		if err != nil {
+			nethttp.Fail(w, err)
+			return
+		}
+		for k, v := range out.headers {
+			w.Header().Set(k, v)
+		}
+		for k, vs := range out.multi {
+			w.Header()[k] = vs
+		}
+		for _, c := range out.cookies {
+			w.Header().Add("Set-Cookie", c)
+		}
+		w.WriteHeader(out.status)
+		_, _ = io.WriteString(w, out.body)
+	})
+}
+
+func handlerV1(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+	served := apigateway.HandlerV1(nethttp.Middleware(e)(asHTTP(h)), opts...)
+	return func(r req) resp {
+		t.Helper()
+		out, err := served(context.Background(), eventV1(t, r))
+		require.NoError(t, err, "the door must never return an error")
+		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body, out.IsBase64Encoded)
+	}
+}
+
+func handlerV2(t testing.TB, e *idempotent.Engine, h handler, opts ...apigateway.Option) func(req) resp {
+	served := apigateway.HandlerV2(nethttp.Middleware(e)(asHTTP(h)), opts...)
+	return func(r req) resp {
+		t.Helper()
+		out, err := served(context.Background(), eventV2(t, r))
+		require.NoError(t, err, "the door must never return an error")
 		return fromProxy(out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body, out.IsBase64Encoded)
 	}
 }
@@ -247,3 +317,27 @@ func (s *fakeStore) Complete(ctx context.Context, rec storage.Record) error {
 	}
 	return s.StepStore.Complete(ctx, rec)
 }
+
+// fixtureV2 is an HTTP API (payload 2.0) event of the repository's events/
+// folder, as Lambda delivers it (see internal/sampleevents).
+func fixtureV2(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	ev, err := sampleevents.HTTP(name)
+	require.NoError(t, err)
+	return ev
+}
+
+// fixtureV1 is a REST API (payload 1.0) event of testdata/, as Lambda
+// delivers it.
+func fixtureV1(t testing.TB, name string) events.APIGatewayProxyRequest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	var ev events.APIGatewayProxyRequest
+	require.NoError(t, sampleevents.DecodeStrict(b, &ev))
+	return ev
+}
+
+// restPayment is testdata/rest-payment.json: caller Alice (a Cognito user
+// pool authorizer) posts events/payments-new.json's payment.
+const restPayment = "rest-payment.json"

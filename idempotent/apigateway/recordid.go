@@ -11,7 +11,7 @@ import (
 )
 
 // RecordID returns the id of the record WrapV1 and WrapV2 (and nethttp.Middleware
-// behind HandlerV1 or HandlerV2, scoped with Scope or WithAuthorizerCaller) keep for a request
+// behind HandlerV1 or HandlerV2, scoped by the door) keep for a request
 // whose Idempotency-Key header is key, exactly as sent (a bare token or an
 // RFC 8941 string, quotes included), from the caller named by kind and parts,
 // under prefix (the core's: idempotent.WithPrefix, by default the function's

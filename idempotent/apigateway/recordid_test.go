@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemkit/idemkit/idempotent"
 	"github.com/idemkit/idemkit/idempotent/apigateway"
-	"github.com/idemkit/idemkit/idempotent/nethttp"
 	"github.com/idemkit/idemkit/idempotent/storage"
 )
 
@@ -33,7 +32,7 @@ func TestRecordIDMatchesTheAdapter(t *testing.T) {
 		name   string
 		header string
 		authz  *authz
-		opts   []nethttp.Option
+		opts   []apigateway.Option
 		kind   string
 		parts  []string
 	}{
@@ -45,9 +44,9 @@ func TestRecordIDMatchesTheAdapter(t *testing.T) {
 			UserARN: "arn:aws:iam::1:user/a"}}, nil, "iam", []string{"arn:aws:iam::1:user/a"}},
 		{"Lambda principal", "k-3", &authz{Lambda: map[string]any{"principalId": "u-1"}}, nil, "lambda", []string{"u-1"}},
 		{"Lambda context number", "k-4", &authz{Lambda: map[string]any{"tenant": 42.0}},
-			[]nethttp.Option{apigateway.WithAuthorizerCaller("tenant")}, "lambda-context", []string{"tenant", "42"}},
+			[]apigateway.Option{apigateway.WithAuthorizerCaller("tenant")}, "lambda-context", []string{"tenant", "42"}},
 		{"Lambda context string", "k-4", &authz{Lambda: map[string]any{"tenant": "42"}},
-			[]nethttp.Option{apigateway.WithAuthorizerCaller("tenant")}, "lambda-context", []string{"tenant", `"42"`}},
+			[]apigateway.Option{apigateway.WithAuthorizerCaller("tenant")}, "lambda-context", []string{"tenant", `"42"`}},
 		{"anonymous", "k-5", nil, nil, "anonymous", nil},
 	}
 	for _, tt := range tests {

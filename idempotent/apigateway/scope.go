@@ -1,54 +1,39 @@
 package apigateway
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
-// Scope names the authenticated caller of a request that HandlerV1 or
-// HandlerV2 made from an event, for nethttp.WithScope, so that two callers
-// that send the same key never see each other's responses and an
-// unauthenticated request never replays an authenticated caller's: the
-// authorizer's caller of the event (see the package documentation, "Caller
-// scoping"). Requests with no authenticated caller share one anonymous
-// scope; a Lambda authorizer that passed no principalId (an HTTP API
-// authorizer with simple responses) is warned about once, at warning level
-// to slog.Default(): name its caller with WithAuthorizerCaller. A request
-// not made from an event is an error.
-func Scope(r *http.Request) (string, error) { return defaultCallers.scope(r) }
-
-var defaultCallers = &callers{log: slog.Default}
-
-// WithAuthorizerCaller is nethttp.WithScope with Scope's callers, but for
-// requests a Lambda authorizer authorized, the caller is the value of the
-// authorizer context's field (a user or tenant id, say) instead of its
-// principalId, for authorizers whose principalId is missing or shared: an
-// HTTP API authorizer with simple responses passes only its context. The
-// value must be a non-empty string, an integer of magnitude below 2^53, or
-// a boolean ("1" and 1 are different callers). A request with an
+// WithAuthorizerCaller names the caller of a request a Lambda authorizer
+// authorized by the value of the authorizer context's field (a user or
+// tenant id, say) instead of its principalId, for authorizers whose
+// principalId is missing or shared: an HTTP API authorizer with simple
+// responses passes only its context. Requests authorized otherwise keep
+// their callers (see the package documentation, "Caller scoping"). The value
+// must be a non-empty string, an integer of magnitude below 2^53, or a
+// boolean ("1" and 1 are different callers). A request with an
 // Idempotency-Key authorized by a Lambda authorizer whose context lacks the
 // field (or holds any other value) is answered 500 without running the
-// handler and logged at error level: sharing one scope across callers is
-// never the fallback. Give it to nethttp.Middleware, or to WrapV1 and
-// WrapV2. An empty field panics.
-func WithAuthorizerCaller(field string) nethttp.Option {
+// handler and logged at error level, and a request without a key runs
+// (nethttp.ContextWithScopeError): sharing one scope across callers is never
+// the fallback. Give it to HandlerV1, HandlerV2, WrapV1 or WrapV2. An empty
+// field panics.
+func WithAuthorizerCaller(field string) Option {
 	if field == "" {
 		panic("apigateway: WithAuthorizerCaller: empty field name")
 	}
-	return nethttp.WithScope((&callers{field: field, log: slog.Default}).scope)
+	return func(o *options) { o.field = field }
 }
 
-// callers names the callers of requests made from events: Scope, or with
-// field WithAuthorizerCaller's.
+// callers names the callers of a door's events: by their authorizer (see
+// scopeV1 and scopeV2), or with field WithAuthorizerCaller's.
 type callers struct {
 	field string              // WithAuthorizerCaller
 	log   func() *slog.Logger // for the shared-scope warning
@@ -56,42 +41,35 @@ type callers struct {
 	sharedScopeWarning sync.Once
 }
 
-// errNotFromEvent is Scope's error for a request no door made.
-var errNotFromEvent = errors.New("apigateway: Scope: the request was not made from an API Gateway event by HandlerV1, HandlerV2, WrapV1 or WrapV2")
-
-// scope names the caller of r: the one payload's caller names, or under
-// WithAuthorizerCaller the field of a Lambda authorizer's context (an error
-// when the field is missing). A request a Lambda authorizer authorized
-// without a principalId is in the anonymous scope, which is logged once as a
-// warning: it usually means an authorizer with simple responses.
-func (c *callers) scope(r *http.Request) (string, error) {
-	var scope string
-	var lambdaAuth map[string]any
-	if ev, ok := RequestV2FromContext(r.Context()); ok {
-		scope, lambdaAuth = scopeV2(&ev.RequestContext), lambdaAuthorizerV2(&ev.RequestContext)
-	} else if ev, ok := RequestV1FromContext(r.Context()); ok {
-		scope, lambdaAuth = scopeV1(&ev.RequestContext), lambdaAuthorizerV1(&ev.RequestContext)
-	} else {
-		return "", errNotFromEvent
-	}
+// name is the scope of an event whose authorizer names scope, with
+// lambdaAuth the context of the Lambda authorizer that authorized it (nil
+// when none did): scope, or under WithAuthorizerCaller the field of a
+// Lambda authorizer's context (an error when the field is missing). shared
+// reports a request a Lambda authorizer authorized without a principalId,
+// in the anonymous scope: it usually means an authorizer with simple
+// responses (see warnShared).
+func (c *callers) name(scope string, lambdaAuth map[string]any) (_ string, shared bool, _ error) {
 	if lambdaAuth == nil {
-		return scope, nil
+		return scope, false, nil
 	}
 	if c.field != "" {
 		kind, v, ok := scalarString(lambdaAuth[c.field])
 		if !ok {
-			return "", fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller): "+
+			return "", false, fmt.Errorf("the Lambda authorizer's context has no usable %q field (WithAuthorizerCaller): "+
 				"want a non-empty string, an integer of magnitude below 2^53 or a boolean", c.field)
 		}
-		return principal(callerLambdaCtx, c.field, kind, v), nil
+		return principal(callerLambdaCtx, c.field, kind, v), false, nil
 	}
-	if scope == anonymous {
-		c.sharedScopeWarning.Do(func() {
-			c.log().LogAttrs(r.Context(), slog.LevelWarn, "apigateway: a Lambda authorizer passed no principalId, so its callers share "+
-				"one idempotency scope; name the context field that identifies them with apigateway.WithAuthorizerCaller")
-		})
-	}
-	return scope, nil
+	return scope, scope == anonymous, nil
+}
+
+// warnShared logs, once, that a Lambda authorizer's callers share the
+// anonymous scope.
+func (c *callers) warnShared(ctx context.Context) {
+	c.sharedScopeWarning.Do(func() {
+		c.log().LogAttrs(ctx, slog.LevelWarn, "apigateway: a Lambda authorizer passed no principalId, so its callers share "+
+			"one idempotency scope; name the context field that identifies them with apigateway.WithAuthorizerCaller")
+	})
 }
 
 // Caller kinds of principal; anonymous is the scope of a request that carries

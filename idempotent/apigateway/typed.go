@@ -62,11 +62,12 @@ func (t *typed[Req, Resp]) call(ctx context.Context, ev Req) (out Resp, err erro
 // wrap is WrapV1 and WrapV2: p's door around nethttp.Middleware around the
 // typed handler, scoped to the authorizer's caller (opts may say otherwise).
 func wrap[Req, Resp any](e *idempotent.Engine, handler func(context.Context, Req) (Resp, error),
-	p payload[Req, Resp], write func(http.ResponseWriter, *Resp) written, opts []nethttp.Option,
+	p payload[Req, Resp], write func(http.ResponseWriter, *Resp) written, opts []Option,
 ) func(context.Context, Req) (Resp, error) {
-	scope := &callers{log: e.Logger}
-	mw := nethttp.Middleware(e, append([]nethttp.Option{nethttp.WithScope(scope.scope)}, opts...)...)
+	o := newOptions(opts)
+	mw := nethttp.Middleware(e, o.http...)
 	d := &door[Req, Resp]{payload: p, h: mw(&typed[Req, Resp]{handler: handler, write: write, log: e.Logger()}), log: e.Logger,
+		callers: &callers{field: o.field, log: e.Logger},
 		refused: func(ctx context.Context, err error) {
 			_ = e.Reject(ctx, idempotent.Call{}, fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, err))
 		}}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // HandlerV1 serves REST API (Lambda proxy integration, payload format 1.0) events with h, as lambdaurl.Wrap serves
@@ -16,19 +15,24 @@ import (
 // documentation, "Requests") whose context carries the event
 // (RequestV1FromContext), and what h writes becomes the event response. Any
 // http.Handler runs behind it unchanged; for idempotency, put
-// nethttp.Middleware around h, scoped with Scope. The result never returns
-// an error, and can be passed to lambda.Start.
+// nethttp.Middleware around h. The request's context names the
+// authorizer's caller with nethttp.ContextWithScope, so the middleware
+// scopes keys to it (see the package documentation, "Caller scoping"; opts
+// may say WithAuthorizerCaller). The result never returns an error, and can
+// be passed to lambda.Start.
 //
 // An event without an HTTP method is answered 400 malformed-request without
 // running h, and a panic that leaves h is answered 500 internal-error; both
 // are logged at error level to slog.Default().
 //
-// HandlerV1 panics if h is nil.
-func HandlerV1(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+// HandlerV1 panics if h is nil or opts hold WithHTTPOptions.
+func HandlerV1(h http.Handler, opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	if h == nil {
 		panic("apigateway: HandlerV1: nil handler")
 	}
-	d := &door[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{payload: payloadV1, h: h, log: slog.Default}
+	o := handlerOptions("HandlerV1", opts)
+	d := &door[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{payload: payloadV1, h: h, log: slog.Default,
+		callers: &callers{field: o.field, log: slog.Default}}
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		inv := &invocation[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{ev: ev}
 		d.serve(ctx, inv)
@@ -39,16 +43,17 @@ func HandlerV1(h http.Handler) func(context.Context, events.APIGatewayProxyReque
 // WrapV1 makes a typed REST API (Lambda proxy integration, payload format 1.0) handler idempotent by
 // its Idempotency-Key header, through e: its store keeps the responses, and
 // its settings (prefix, expiry, logger, hooks, optional keys) apply. It is
-// HandlerV1 around nethttp.Middleware(e, opts...) around handler, with keys
-// scoped to the authorizer's caller (see Scope; WithAuthorizerCaller names
-// a Lambda authorizer's field instead): opts are nethttp's options. The
-// handler gets the original event; a response it returns reaches its client
+// HandlerV1 around nethttp.Middleware(e) around handler, with keys scoped
+// to the authorizer's caller (see the package documentation, "Caller
+// scoping"; WithAuthorizerCaller names a Lambda authorizer's field instead)
+// and the middleware's options given with WithHTTPOptions. The handler
+// gets the original event; a response it returns reaches its client
 // unchanged, and an error or panic is answered 500 internal-error and logged
 // (see the package documentation, "Answers"). The result never returns an
 // error, and can be passed to lambda.Start.
 //
 // WrapV1 panics if e or handler is nil, or if the options are invalid.
-func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...nethttp.Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error), opts ...Option) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	switch {
 	case e == nil:
 		panic("apigateway: WrapV1: nil Engine")
@@ -58,7 +63,7 @@ func WrapV1(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 	return wrap(e, handler, payloadV1, writeV1, opts)
 }
 
-var payloadV1 = payload[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{request: requestV1, response: responseV1}
+var payloadV1 = payload[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{request: requestV1, response: responseV1, caller: callerV1}
 
 // requestV1 is a REST API event as an HTTP request: its method and path (of
 // the request context when the event's own are empty), query parameters
@@ -120,6 +125,11 @@ func responseV1(rec *recorder) events.APIGatewayProxyResponse {
 	out.Headers, out.MultiValueHeaders, _ = rec.headers(false)
 	out.Body, out.IsBase64Encoded = rec.bodyOf()
 	return out
+}
+
+// callerV1 is the caller of a REST API event, for its door.
+func callerV1(ev *events.APIGatewayProxyRequest) (string, map[string]any) {
+	return scopeV1(&ev.RequestContext), lambdaAuthorizerV1(&ev.RequestContext)
 }
 
 // scopeV1 names the caller of a REST API request: the Cognito user pool

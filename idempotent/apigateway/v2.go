@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkit/idemkit/idempotent"
-	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
 // HandlerV2 serves HTTP API (payload format 2.0) events with h, as lambdaurl.Wrap serves
@@ -17,19 +16,24 @@ import (
 // documentation, "Requests") whose context carries the event
 // (RequestV2FromContext), and what h writes becomes the event response. Any
 // http.Handler runs behind it unchanged; for idempotency, put
-// nethttp.Middleware around h, scoped with Scope. The result never returns
-// an error, and can be passed to lambda.Start.
+// nethttp.Middleware around h. The request's context names the
+// authorizer's caller with nethttp.ContextWithScope, so the middleware
+// scopes keys to it (see the package documentation, "Caller scoping"; opts
+// may say WithAuthorizerCaller). The result never returns an error, and can
+// be passed to lambda.Start.
 //
 // An event without an HTTP method is answered 400 malformed-request without
 // running h, and a panic that leaves h is answered 500 internal-error; both
 // are logged at error level to slog.Default().
 //
-// HandlerV2 panics if h is nil.
-func HandlerV2(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+// HandlerV2 panics if h is nil or opts hold WithHTTPOptions.
+func HandlerV2(h http.Handler, opts ...Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	if h == nil {
 		panic("apigateway: HandlerV2: nil handler")
 	}
-	d := &door[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{payload: payloadV2, h: h, log: slog.Default}
+	o := handlerOptions("HandlerV2", opts)
+	d := &door[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{payload: payloadV2, h: h, log: slog.Default,
+		callers: &callers{field: o.field, log: slog.Default}}
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		inv := &invocation[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{ev: ev}
 		d.serve(ctx, inv)
@@ -40,16 +44,17 @@ func HandlerV2(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequ
 // WrapV2 makes a typed HTTP API (payload format 2.0) handler idempotent by
 // its Idempotency-Key header, through e: its store keeps the responses, and
 // its settings (prefix, expiry, logger, hooks, optional keys) apply. It is
-// HandlerV2 around nethttp.Middleware(e, opts...) around handler, with keys
-// scoped to the authorizer's caller (see Scope; WithAuthorizerCaller names
-// a Lambda authorizer's field instead): opts are nethttp's options. The
-// handler gets the original event; a response it returns reaches its client
+// HandlerV2 around nethttp.Middleware(e) around handler, with keys scoped
+// to the authorizer's caller (see the package documentation, "Caller
+// scoping"; WithAuthorizerCaller names a Lambda authorizer's field instead)
+// and the middleware's options given with WithHTTPOptions. The handler
+// gets the original event; a response it returns reaches its client
 // unchanged, and an error or panic is answered 500 internal-error and logged
 // (see the package documentation, "Answers"). The result never returns an
 // error, and can be passed to lambda.Start.
 //
 // WrapV2 panics if e or handler is nil, or if the options are invalid.
-func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...nethttp.Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), opts ...Option) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	switch {
 	case e == nil:
 		panic("apigateway: WrapV2: nil Engine")
@@ -59,7 +64,7 @@ func WrapV2(e *idempotent.Engine, handler func(context.Context, events.APIGatewa
 	return wrap(e, handler, payloadV2, writeV2, opts)
 }
 
-var payloadV2 = payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{request: requestV2, response: responseV2}
+var payloadV2 = payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{request: requestV2, response: responseV2, caller: callerV2}
 
 // requestV2 is an HTTP API event as an HTTP request: its method, raw path
 // (the request context's path when it is empty), raw query (the query
@@ -100,6 +105,11 @@ func responseV2(rec *recorder) events.APIGatewayV2HTTPResponse {
 	out.Headers, out.MultiValueHeaders, out.Cookies = rec.headers(true)
 	out.Body, out.IsBase64Encoded = rec.bodyOf()
 	return out
+}
+
+// callerV2 is the caller of an HTTP API event, for its door.
+func callerV2(ev *events.APIGatewayV2HTTPRequest) (string, map[string]any) {
+	return scopeV2(&ev.RequestContext), lambdaAuthorizerV2(&ev.RequestContext)
 }
 
 // lambdaAuthorizerV2 returns the context a Lambda authorizer gave an HTTP API

@@ -8,6 +8,9 @@ package nethttp_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +43,7 @@ type request struct {
 	query  string // raw
 	key    string // the Idempotency-Key header as sent; "" sends none
 	ctype  string // default application/json
+	noType bool   // send no Content-Type
 	body   string
 	// header is more request headers; the handler reads its instructions
 	// from them (see conformanceHandler), and they are not fingerprinted.
@@ -54,7 +58,8 @@ type response struct {
 }
 
 // reply is what a handler answers, neutral to the front door; err makes the
-// API Gateway handler return an error and the net/http handler panic.
+// typed API Gateway handler return an error, the http.Handler behind the API
+// Gateway door call nethttp.Fail, and the net/http handler panic.
 type reply struct {
 	status int
 	header http.Header
@@ -62,17 +67,27 @@ type reply struct {
 	err    error
 }
 
-// driver starts one front door over store, in front of handler, with the
-// core options given, and returns the client's side of it.
+// setup is what a case gives its front door: the store, the middleware's
+// options and the core's.
+type setup struct {
+	store storage.StepStore
+	http  []nethttp.Option
+	core  []idempotent.Option
+}
+
+// driver starts one front door as set up, in front of handler, and returns
+// the client's side of it.
 type driver struct {
-	name  string
-	start func(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response
+	name   string
+	events bool // an API Gateway door: events in, events out
+	start  func(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response
 }
 
 var drivers = []driver{
-	{name: "apigateway v1", start: startV1},
-	{name: "apigateway v2", start: startV2},
-	{name: "apigateway v2 http.Handler", start: startHandlerV2},
+	{name: "apigateway v1", events: true, start: startV1},
+	{name: "apigateway v2", events: true, start: startV2},
+	{name: "apigateway v1 http.Handler", events: true, start: startHandlerV1},
+	{name: "apigateway v2 http.Handler", events: true, start: startHandlerV2},
 	{name: "nethttp", start: startNetHTTP},
 }
 
@@ -83,7 +98,7 @@ func (r request) withDefaults() request {
 	if r.path == "" {
 		r.path = "/payments"
 	}
-	if r.ctype == "" {
+	if r.ctype == "" && !r.noType {
 		r.ctype = "application/json"
 	}
 	return r
@@ -92,7 +107,9 @@ func (r request) withDefaults() request {
 // headers returns the request's headers as a client sends them.
 func (r request) headers() http.Header {
 	h := http.Header{}
-	h.Set("Content-Type", r.ctype)
+	if !r.noType {
+		h.Set("Content-Type", r.ctype)
+	}
 	if r.key != "" {
 		h.Set(nethttp.HeaderIdempotencyKey, r.key)
 	}
@@ -104,47 +121,71 @@ func (r request) headers() http.Header {
 
 // conformanceEngine is the engine of one front door under test, quiet unless core
 // says otherwise.
-func conformanceEngine(store storage.StepStore, core []idempotent.Option) *idempotent.Engine {
-	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, core...)...)
+func conformanceEngine(s setup) *idempotent.Engine {
+	return idempotent.New(s.store, append([]idempotent.Option{idempotent.WithLogger(testlog.Logger(io.Discard))}, s.core...)...)
 }
 
-func startV1(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+// eventV1 is r as API Gateway sends it to a REST API (payload 1.0).
+func eventV1(t *testing.T, r request) lambdaevents.APIGatewayProxyRequest {
+	r = r.withDefaults()
+	query, err := url.ParseQuery(r.query)
+	require.NoError(t, err)
+	ev := lambdaevents.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, MultiValueHeaders: r.headers(), Body: r.body}
+	if len(query) > 0 {
+		ev.MultiValueQueryStringParameters = query
+	}
+	return ev
+}
+
+// eventV2 is r as API Gateway sends it to an HTTP API (payload 2.0).
+func eventV2(r request) lambdaevents.APIGatewayV2HTTPRequest {
+	r = r.withDefaults()
+	ev := lambdaevents.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
+	for k, v := range r.headers() {
+		ev.Headers[strings.ToLower(k)] = strings.Join(v, ",") // as API Gateway sends them
+	}
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = r.method, r.path
+	return ev
+}
+
+// fromEvent is an event response as its client receives it.
+func fromEvent(status int, single map[string]string, multi map[string][]string, cookies []string, body string) response {
+	header := http.Header{}
+	for k, v := range single {
+		header.Set(k, v)
+	}
+	for k, vs := range multi {
+		header.Del(k)
+		for _, v := range vs {
+			header.Add(k, v)
+		}
+	}
+	for _, c := range cookies {
+		header.Add("Set-Cookie", c)
+	}
+	return response{status: status, header: header, body: body}
+}
+
+func startV1(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV1(conformanceEngine(store, core), func(ctx context.Context, ev lambdaevents.APIGatewayProxyRequest) (lambdaevents.APIGatewayProxyResponse, error) {
+	h := apigateway.WrapV1(conformanceEngine(s), func(ctx context.Context, ev lambdaevents.APIGatewayProxyRequest) (lambdaevents.APIGatewayProxyResponse, error) {
 		in := request{method: ev.HTTPMethod, path: ev.Path, body: ev.Body, header: map[string]string{}}
 		for k, v := range ev.MultiValueHeaders {
 			in.header[k] = strings.Join(v, ",")
 		}
 		out := handler(ctx, in)
 		return lambdaevents.APIGatewayProxyResponse{StatusCode: out.status, MultiValueHeaders: out.header, Body: out.body}, out.err
-	})
+	}, apigateway.WithHTTPOptions(s.http...))
 	return func(r request) response {
-		r = r.withDefaults()
-		query, err := url.ParseQuery(r.query)
-		require.NoError(t, err)
-		ev := lambdaevents.APIGatewayProxyRequest{HTTPMethod: r.method, Path: r.path, MultiValueHeaders: r.headers(), Body: r.body}
-		if len(query) > 0 {
-			ev.MultiValueQueryStringParameters = query
-		}
-		out, err := h(t.Context(), ev)
+		out, err := h(t.Context(), eventV1(t, r))
 		require.NoError(t, err, "the adapter never returns an error")
-		header := http.Header{}
-		for k, v := range out.Headers {
-			header.Set(k, v)
-		}
-		for k, vs := range out.MultiValueHeaders {
-			header.Del(k)
-			for _, v := range vs {
-				header.Add(k, v)
-			}
-		}
-		return response{status: out.StatusCode, header: header, body: out.Body}
+		return fromEvent(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body)
 	}
 }
 
-func startV2(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+func startV2(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response {
 	t.Helper()
-	h := apigateway.WrapV2(conformanceEngine(store, core), func(ctx context.Context, ev lambdaevents.APIGatewayV2HTTPRequest) (lambdaevents.APIGatewayV2HTTPResponse, error) {
+	h := apigateway.WrapV2(conformanceEngine(s), func(ctx context.Context, ev lambdaevents.APIGatewayV2HTTPRequest) (lambdaevents.APIGatewayV2HTTPResponse, error) {
 		in := request{method: ev.RequestContext.HTTP.Method, path: ev.RawPath, query: ev.RawQueryString, body: ev.Body, header: ev.Headers}
 		out := handler(ctx, in)
 		resp := lambdaevents.APIGatewayV2HTTPResponse{StatusCode: out.status, Headers: map[string]string{}, Body: out.body}
@@ -156,40 +197,18 @@ func startV2(t *testing.T, store storage.StepStore, handler func(context.Context
 			resp.Headers[k] = strings.Join(v, ",")
 		}
 		return resp, out.err
-	})
+	}, apigateway.WithHTTPOptions(s.http...))
 	return func(r request) response {
-		r = r.withDefaults()
-		ev := lambdaevents.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
-		for k, v := range r.headers() {
-			ev.Headers[strings.ToLower(k)] = strings.Join(v, ",") // as API Gateway sends them
-		}
-		ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = r.method, r.path
-		out, err := h(t.Context(), ev)
+		out, err := h(t.Context(), eventV2(r))
 		require.NoError(t, err, "the adapter never returns an error")
-		header := http.Header{}
-		for k, v := range out.Headers {
-			header.Set(k, v)
-		}
-		for k, vs := range out.MultiValueHeaders {
-			header.Del(k)
-			for _, v := range vs {
-				header.Add(k, v)
-			}
-		}
-		for _, c := range out.Cookies {
-			header.Add("Set-Cookie", c)
-		}
-		return response{status: out.StatusCode, header: header, body: out.Body}
+		return fromEvent(out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body)
 	}
 }
 
-// startHandlerV2 is the API Gateway door around an http.Handler, with
-// nethttp.Middleware around the handler; a failing handler calls
-// nethttp.Fail.
-func startHandlerV2(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
-	t.Helper()
-	idem := nethttp.Middleware(conformanceEngine(store, core), nethttp.WithScope(apigateway.Scope))
-	h := apigateway.HandlerV2(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// httpHandler is handler as an http.Handler; a failing handler calls
+// nethttp.Fail, or with panics, panics.
+func httpHandler(t *testing.T, handler func(context.Context, request) reply, panics bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		require.NoError(t, err)
 		in := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, body: string(body), header: map[string]string{}}
@@ -198,6 +217,9 @@ func startHandlerV2(t *testing.T, store storage.StepStore, handler func(context.
 		}
 		out := handler(r.Context(), in)
 		if out.err != nil {
+			if panics {
+				panic(out.err) // the net/http way of failing
+			}
 			nethttp.Fail(w, out.err)
 			return
 		}
@@ -206,55 +228,39 @@ func startHandlerV2(t *testing.T, store storage.StepStore, handler func(context.
 		}
 		w.WriteHeader(out.status)
 		_, _ = io.WriteString(w, out.body)
-	})))
+	})
+}
+
+// startHandlerV1 is the API Gateway door (payload 1.0) around an
+// http.Handler, with nethttp.Middleware around the handler and no
+// WithScope: the door scopes keys to the caller.
+func startHandlerV1(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response {
+	t.Helper()
+	h := apigateway.HandlerV1(nethttp.Middleware(conformanceEngine(s), s.http...)(httpHandler(t, handler, false)))
 	return func(r request) response {
-		r = r.withDefaults()
-		ev := lambdaevents.APIGatewayV2HTTPRequest{RawPath: r.path, RawQueryString: r.query, Headers: map[string]string{}, Body: r.body}
-		for k, v := range r.headers() {
-			ev.Headers[strings.ToLower(k)] = strings.Join(v, ",") // as API Gateway sends them
-		}
-		ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = r.method, r.path
-		out, err := h(t.Context(), ev)
+		out, err := h(t.Context(), eventV1(t, r))
 		require.NoError(t, err, "the door never returns an error")
-		header := http.Header{}
-		for k, v := range out.Headers {
-			header.Set(k, v)
-		}
-		for k, vs := range out.MultiValueHeaders {
-			header.Del(k)
-			for _, v := range vs {
-				header.Add(k, v)
-			}
-		}
-		for _, c := range out.Cookies {
-			header.Add("Set-Cookie", c)
-		}
-		return response{status: out.StatusCode, header: header, body: out.Body}
+		return fromEvent(out.StatusCode, out.Headers, out.MultiValueHeaders, nil, out.Body)
 	}
 }
 
-func startNetHTTP(t *testing.T, store storage.StepStore, handler func(context.Context, request) reply, core ...idempotent.Option) func(request) response {
+// startHandlerV2 is startHandlerV1 for payload 2.0.
+func startHandlerV2(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response {
 	t.Helper()
-	idem := nethttp.Middleware(conformanceEngine(store, core))
-	srv := httptest.NewServer(idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		require.NoError(t, err)
-		in := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, body: string(body), header: map[string]string{}}
-		for k, v := range r.Header {
-			in.header[k] = strings.Join(v, ",")
-		}
-		out := handler(r.Context(), in)
-		if out.err != nil {
-			panic(out.err) // the net/http way of failing
-		}
-		for k, v := range out.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(out.status)
-		_, _ = io.WriteString(w, out.body)
-	})))
+	h := apigateway.HandlerV2(nethttp.Middleware(conformanceEngine(s), s.http...)(httpHandler(t, handler, false)))
+	return func(r request) response {
+		out, err := h(t.Context(), eventV2(r))
+		require.NoError(t, err, "the door never returns an error")
+		return fromEvent(out.StatusCode, out.Headers, out.MultiValueHeaders, out.Cookies, out.Body)
+	}
+}
+
+func startNetHTTP(t *testing.T, s setup, handler func(context.Context, request) reply) func(request) response {
+	t.Helper()
+	srv := httptest.NewServer(nethttp.Middleware(conformanceEngine(s), s.http...)(httpHandler(t, handler, true)))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return func(r request) response {
 		r = r.withDefaults()
 		u := srv.URL + r.path
@@ -273,27 +279,52 @@ func startNetHTTP(t *testing.T, store storage.StepStore, handler func(context.Co
 	}
 }
 
+// faultStore puts faults in front of a store; nil functions delegate.
+type faultStore struct {
+	storage.StepStore
+	claim    func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error)
+	complete func(ctx context.Context, rec storage.Record) error
+}
+
+func (s *faultStore) Claim(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
+	if s.claim != nil {
+		return s.claim(ctx, rec, now)
+	}
+	return s.StepStore.Claim(ctx, rec, now)
+}
+
+func (s *faultStore) Complete(ctx context.Context, rec storage.Record) error {
+	if s.complete != nil {
+		return s.complete(ctx, rec)
+	}
+	return s.StepStore.Complete(ctx, rec)
+}
+
 // Instructions to conformanceHandler, in request headers (which no front
 // door fingerprints).
 const (
 	hdrStatus = "X-Test-Status" // answer with this status (default 201)
-	hdrFail   = "X-Test-Fail"   // fail: an error (API Gateway) or a panic (net/http)
+	hdrFail   = "X-Test-Fail"   // fail: an error, nethttp.Fail, or a panic (net/http)
 	hdrHold   = "X-Test-Hold"   // wait for the case to release the request
 	hdrExtra  = "X-Test-Extra"  // add headers the record must leave out
+	hdrBig    = "X-Test-Big"    // answer with a body of 8 KiB past compression, its SHA-256 in this header
+	hdrStep   = "X-Test-Step"   // run a "charge" step; the first such request answers 503 after it
 )
 
 // A fixed Date far in the past: a replay must not carry it.
 const staleDate = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // conformanceHandler answers every request the same way on every front
-// door: JSON that numbers its runs and echoes the body, with a Location and
-// a custom header to be replayed.
+// door: JSON that numbers its runs, echoes the body and carries the
+// downstream key, with a Location and a custom header to be replayed.
 type conformanceHandler struct {
 	runs             atomic.Int32
 	started, release chan struct{}
+	big              string // hdrBig's body
+	charges, steps   atomic.Int32
 }
 
-func (h *conformanceHandler) serve(_ context.Context, r request) reply {
+func (h *conformanceHandler) serve(ctx context.Context, r request) reply {
 	n := h.runs.Add(1)
 	get := func(name string) string {
 		for k, v := range r.header {
@@ -308,7 +339,7 @@ func (h *conformanceHandler) serve(_ context.Context, r request) reply {
 		<-h.release
 	}
 	if get(hdrFail) != "" {
-		return reply{err: errors.New("card declined")}
+		return reply{err: errors.New("card declined: password=hunter2")}
 	}
 	status := http.StatusCreated
 	if s := get(hdrStatus); s != "" {
@@ -323,7 +354,26 @@ func (h *conformanceHandler) serve(_ context.Context, r request) reply {
 		header.Set("X-Hop", "named by Connection")
 		header.Set("Proxy-Authenticate", "Basic")
 	}
-	body, _ := json.Marshal(map[string]any{"run": n, "body": r.body})
+	if get(hdrBig) != "" {
+		sum := sha256.Sum256([]byte(h.big))
+		header.Set(hdrBig, hex.EncodeToString(sum[:]))
+		return reply{status: status, header: header, body: h.big}
+	}
+	out := map[string]any{"run": n, "body": r.body, "downstream": idempotent.DownstreamKey(ctx)}
+	if get(hdrStep) != "" {
+		id, err := idempotent.Step(ctx, "charge", func(context.Context) (string, error) {
+			h.charges.Add(1)
+			return "ch_1", nil
+		})
+		if err != nil {
+			return reply{err: err}
+		}
+		out["charge"], out["charges"] = id, h.charges.Load()
+		if h.steps.Add(1) == 1 {
+			status = http.StatusServiceUnavailable
+		}
+	}
+	body, _ := json.Marshal(out)
 	return reply{status: status, header: header, body: string(body)}
 }
 
@@ -335,6 +385,7 @@ type step struct {
 	// hold sends the request in the background, its handler held until the
 	// case's steps have all run; the answer is checked then.
 	hold bool
+	twin bool // sent to the case's twin door (see conformanceCase.twin)
 
 	status   int
 	problem  string // the problem type; "" for the handler's own answer
@@ -347,6 +398,35 @@ type step struct {
 type conformanceCase struct {
 	name  string
 	steps []step
+	after []step // once the held steps are answered
+
+	http  []nethttp.Option    // the middleware's options
+	core  []idempotent.Option // the core's, after the case's clock, expiry and prefix
+	store func(storage.StepStore) storage.StepStore
+	// twin is the prefix of a second door of the same kind over the same
+	// store and handler, for steps marked twin.
+	twin string
+	// outcomes checks what the outcome hook saw.
+	outcomes func(t *testing.T, seen []idempotent.Event)
+	// eventsOnly, when set, says why the case runs on the API Gateway doors
+	// only.
+	eventsOnly string
+}
+
+// problemDetail is the detail of a problem answer.
+func problemDetail(t *testing.T, got response) string {
+	t.Helper()
+	var p struct{ Detail string }
+	require.NoError(t, json.Unmarshal([]byte(got.body), &p), got.body)
+	return p.Detail
+}
+
+// bodyField is a field of the JSON that conformanceHandler answered.
+func bodyField(t *testing.T, got response, name string) any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got.body), &m), got.body)
+	return m[name]
 }
 
 func conformanceCases() []conformanceCase {
@@ -366,8 +446,122 @@ func conformanceCases() []conformanceCase {
 		assert.Equal(t, "kept", got.header.Get("X-Custom"))
 		assert.Equal(t, "application/json", got.header.Get("Content-Type"))
 	}
+	noLeak := func(t *testing.T, got, _ response) {
+		t.Helper()
+		assert.NotContains(t, got.body, `"run"`, "a mismatch never shows the first response")
+	}
 	mismatch := func(name string, r request) step {
-		return step{name: name, req: r, status: http.StatusUnprocessableEntity, problem: nethttp.ProblemPayloadMismatch, runs: 1}
+		return step{name: name, req: r, status: http.StatusUnprocessableEntity, problem: nethttp.ProblemPayloadMismatch, runs: 1, check: noLeak}
+	}
+	// detailLacks checks that a problem's detail does not quote s.
+	detailLacks := func(s string) func(t *testing.T, got, _ response) {
+		return func(t *testing.T, got, _ response) {
+			t.Helper()
+			assert.NotContains(t, problemDetail(t, got), s, "the detail never quotes the request")
+		}
+	}
+	stored := func(status int) conformanceCase {
+		r := with(post("k-"+strconv.Itoa(status), `{}`), func(r *request) { r.header = header(hdrStatus, strconv.Itoa(status)) })
+		return conformanceCase{name: fmt.Sprintf("%d stored", status), steps: []step{
+			{name: "first", req: r, status: status, runs: 1},
+			{name: "retry replayed", req: r, status: status, replayed: true, runs: 1, check: sameBody},
+		}}
+	}
+	inProgress := func(name string, opts []nethttp.Option, retryAfter string) conformanceCase {
+		return conformanceCase{name: "in progress, " + name, http: opts, steps: []step{
+			{name: "first, held", req: with(post("k1", `{"a":1}`), func(r *request) { r.header = header(hdrHold, "1") }), hold: true, status: http.StatusCreated},
+			{name: "duplicate while it runs", req: post("k1", `{"a":1}`), status: http.StatusConflict, problem: nethttp.ProblemInProgress, runs: 1,
+				check: func(t *testing.T, got, _ response) { assert.Equal(t, retryAfter, got.header.Get("Retry-After")) }},
+			mismatch("other body while it runs", post("k1", `{"a":2}`)),
+		}, after: []step{
+			{name: "after it ran, replayed", req: post("k1", `{"a":1}`), status: http.StatusCreated, replayed: true, runs: 1, check: sameBody},
+		}}
+	}
+	// methods checks which methods need a key: each of keyed is idempotent,
+	// each of through runs every time, with or without a key.
+	methods := func(name string, opts []nethttp.Option, keyed, through []string) conformanceCase {
+		c := conformanceCase{name: "methods, " + name, http: opts}
+		runs := 0
+		for _, m := range keyed {
+			r := request{method: m, key: "k-" + m, body: `{}`}
+			runs++
+			c.steps = append(c.steps,
+				step{name: m + " first", req: r, status: http.StatusCreated, runs: runs},
+				step{name: m + " retry", req: r, status: http.StatusCreated, replayed: true, runs: runs},
+				step{name: m + " without a key", req: request{method: m, body: `{}`}, status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey, runs: runs})
+		}
+		for _, m := range through {
+			r := request{method: m, key: "k-" + m, body: `{}`}
+			c.steps = append(c.steps,
+				step{name: m + " with a key", req: r, status: http.StatusCreated, runs: runs + 1},
+				step{name: m + " again runs again", req: r, status: http.StatusCreated, runs: runs + 2},
+				step{name: m + " without a key", req: request{method: m, body: `{}`}, status: http.StatusCreated, runs: runs + 3})
+			runs += 3
+		}
+		return c
+	}
+	// pairs is one case of request pairs, each under its own key: the
+	// second of a pair is replayed, or refused as a mismatch.
+	type pair struct {
+		name        string
+		first, then request
+		replay      bool
+	}
+	pairs := func(name string, ps []pair) conformanceCase {
+		c := conformanceCase{name: name}
+		for i, p := range ps {
+			key := "k-" + strconv.Itoa(i)
+			p.first.key, p.then.key = key, key
+			c.steps = append(c.steps, step{name: p.name + ", first", req: p.first, status: http.StatusCreated, runs: i + 1})
+			if p.replay {
+				c.steps = append(c.steps, step{name: p.name, req: p.then, status: http.StatusCreated, replayed: true, runs: i + 1})
+			} else {
+				c.steps = append(c.steps, step{name: p.name, req: p.then, status: http.StatusUnprocessableEntity, problem: nethttp.ProblemPayloadMismatch, runs: i + 1, check: noLeak})
+			}
+		}
+		return c
+	}
+	sameKey := func(name string, ps [][2]string) conformanceCase {
+		c := conformanceCase{name: name}
+		for i, p := range ps {
+			c.steps = append(c.steps,
+				step{name: p[0], req: post(p[0], `{}`), status: http.StatusCreated, runs: i + 1},
+				step{name: p[1] + " is the same key", req: post(p[1], `{}`), status: http.StatusCreated, replayed: true, runs: i + 1})
+		}
+		return c
+	}
+	invalidKeys := func(name, why string, keys ...string) conformanceCase {
+		c := conformanceCase{name: name, eventsOnly: why}
+		for _, k := range keys {
+			s := step{name: fmt.Sprintf("%q", k), req: post(k, `{}`), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey}
+			if k == "" {
+				s.req.header = header(nethttp.HeaderIdempotencyKey, "") // sent, and empty
+			}
+			if len(k) > 3 {
+				s.check = detailLacks(k)
+			}
+			c.steps = append(c.steps, s)
+		}
+		return c
+	}
+	invalidJSON := func(name, ctype, body string) step {
+		return step{name: name, req: request{key: "k-" + strings.ReplaceAll(name, " ", "-"), ctype: ctype, body: body}, status: http.StatusBadRequest, problem: nethttp.ProblemInvalidJSON,
+			check: detailLacks(`"a"`)}
+	}
+	faults := func(claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error), complete func(context.Context, storage.Record) error) func(storage.StepStore) storage.StepStore {
+		return func(mem storage.StepStore) storage.StepStore {
+			return &faultStore{StepStore: mem, claim: claim, complete: complete}
+		}
+	}
+	corrupt := func(name string, claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error)) conformanceCase {
+		return conformanceCase{name: "corrupt record, " + name, store: faults(claim, nil), steps: []step{
+			{name: "refused", req: post("k1", `{}`), status: http.StatusInternalServerError, problem: nethttp.ProblemCorruptRecord},
+		}}
+	}
+	downstream := func(t *testing.T, got, first response) {
+		t.Helper()
+		assert.NotEmpty(t, bodyField(t, first, "downstream"))
+		assert.Equal(t, bodyField(t, first, "downstream"), bodyField(t, got, "downstream"), "retries share the downstream key")
 	}
 	transient := func(status int) conformanceCase {
 		r := with(post("k-"+strconv.Itoa(status), `{}`), func(r *request) { r.header = header(hdrStatus, strconv.Itoa(status)) })
@@ -464,9 +658,169 @@ func conformanceCases() []conformanceCase {
 			{name: "just before expiry", advance: time.Hour - time.Second, req: post("k1", `{}`), status: http.StatusCreated, replayed: true, runs: 1},
 			{name: "past it", advance: 2 * time.Second, req: post("k1", `{}`), status: http.StatusCreated, runs: 2},
 		}},
+
+		// Statuses stored and not.
+		stored(http.StatusOK), stored(http.StatusAccepted), stored(http.StatusSeeOther), stored(http.StatusBadRequest),
+		stored(http.StatusPaymentRequired), stored(http.StatusUnprocessableEntity),
+		transient(http.StatusInternalServerError), transient(http.StatusServiceUnavailable), transient(http.StatusGatewayTimeout),
+
+		// Which methods need a key.
+		methods("default", nil, []string{"POST", "PATCH"}, []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}),
+		methods("WithMethods", []nethttp.Option{nethttp.WithMethods("put", "DELETE", "Post")}, []string{"PUT", "DELETE", "POST"}, []string{"GET", "PATCH"}),
+
+		// Keys: required, optional, their syntax.
+		{name: "missing key, every way", steps: []step{
+			{name: "a Content-Type only", req: request{body: `{}`}, status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey},
+			{name: "another header", req: request{body: `{}`, header: header("X-Idempotency-Key", "k")}, status: http.StatusBadRequest, problem: nethttp.ProblemMissingKey},
+		}},
+		{name: "optional key", core: []idempotent.Option{idempotent.WithOptionalKey()}, steps: []step{
+			{name: "without a key, runs", req: request{body: `{}`}, status: http.StatusCreated, runs: 1},
+			{name: "and runs again", req: request{body: `{}`}, status: http.StatusCreated, runs: 2},
+			{name: "with a key", req: post("k", `{}`), status: http.StatusCreated, runs: 3},
+			{name: "still idempotent", req: post("k", `{}`), status: http.StatusCreated, replayed: true, runs: 3},
+			{name: "a bad key still refused", req: request{body: `{}`, header: header(nethttp.HeaderIdempotencyKey, "")}, status: http.StatusBadRequest, problem: nethttp.ProblemInvalidKey, runs: 3},
+		}},
+		invalidKeys("invalid keys", "", "", "   ", `"`+strings.Repeat("k", nethttp.MaxKeyLength+1)+`"`, `""`, "a b", `"abc`, `"a\x"`, `"abc\`,
+			`"abc"d`, `"abc";p=1`, `"a", "b"`, `"clé"`, "\"a\tb\""),
+		invalidKeys("invalid keys with control bytes", "net/http's client refuses to send them", "ab\x01c", "ab\x7f"),
+		sameKey("key forms", [][2]string{
+			{"abc-123", `"abc-123"`}, {`"a\"b\\c"`, `a"b\c`}, {`"a b,c"`, `"a b,c"`}, {" \tabc ", "abc"},
+			{strings.Repeat("k", nethttp.MaxKeyLength), `"` + strings.Repeat("k", nethttp.MaxKeyLength) + `"`},
+		}),
+		{name: "distinct keys", steps: []step{
+			{name: "abc", req: post("abc", `{}`), status: http.StatusCreated, runs: 1},
+			{name: "quoted with a space", req: post(`"abc "`, `{}`), status: http.StatusCreated, runs: 2},
+			{name: "another case", req: post("abC", `{}`), status: http.StatusCreated, runs: 3},
+			{name: "quoted comma", req: post(`"a,b"`, `{}`), status: http.StatusCreated, runs: 4},
+		}},
+
+		// What a duplicate must repeat.
+		pairs("fingerprints", []pair{
+			{name: "JSON escapes", first: request{body: `{"s":"\u00e9\/"}`}, then: request{body: `{"s":"é/"}`}, replay: true},
+			{name: "numbers beyond 2^53", first: request{body: `{"n":9007199254740993}`}, then: request{body: `{"n":9007199254740992}`}},
+			{name: "JSON with charset", first: request{ctype: "application/json; charset=utf-8", body: `{"a":1,"b":2}`}, then: request{ctype: "Application/JSON", body: `{"b":2,"a":1}`}, replay: true},
+			{name: "+json type", first: request{ctype: "application/vnd.api+json", body: `{"a":1,"b":2}`}, then: request{ctype: "application/vnd.api+json", body: `{"b":2, "a":1}`}, replay: true},
+			{name: "JSON versus text of the same bytes", first: request{body: `{"a":1}`}, then: request{ctype: "text/plain", body: `{"a":1}`}},
+			{name: "no type compared byte for byte", first: request{noType: true, body: `{"a":1}`}, then: request{noType: true, body: `{"a":1}`}, replay: true},
+			{name: "no type, other white space", first: request{noType: true, body: `{"a":1}`}, then: request{noType: true, body: `{"a": 1}`}},
+			{name: "query added", first: request{body: `{}`}, then: request{query: "a=1", body: `{}`}},
+			{name: "query order", first: request{query: "b=2&a=1&a=3", body: `{}`}, then: request{query: "a=1&b=2&a=3", body: `{}`}, replay: true},
+			{name: "query value order", first: request{query: "a=1&a=3", body: `{}`}, then: request{query: "a=3&a=1", body: `{}`}},
+			{name: "empty body", first: request{}, then: request{}, replay: true},
+			{name: "empty versus empty object", first: request{}, then: request{body: `{}`}},
+		}),
+		{name: "invalid JSON, every way", steps: []step{
+			invalidJSON("invalid", "application/json", `{"a":`),
+			invalidJSON("duplicate key", "application/json", `{"a":1,"a":2}`),
+			invalidJSON("nested duplicate key", "application/merge-patch+json", `{"x":{"a":1,"a":1}}`),
+			invalidJSON("trailing data", "application/json", `{} {}`),
+			invalidJSON("white space only", "application/json", " "),
+			invalidJSON("invalid UTF-8", "application/json", "\"\xff\""),
+			{name: "nested too deeply", req: post("k-deep", strings.Repeat("[", 600)+strings.Repeat("]", 600)), status: http.StatusBadRequest, problem: nethttp.ProblemInvalidJSON,
+				check: func(t *testing.T, got, _ response) { assert.Contains(t, problemDetail(t, got), "nested too deeply") }},
+			{name: "not JSON, not claimed", req: request{key: "k-text", ctype: "text/plain", body: `{"a":`}, status: http.StatusCreated, runs: 1},
+			{name: "duplicate key, not claimed", req: request{key: "k-csv", ctype: "text/csv", body: `{"a":1,"a":2}`}, status: http.StatusCreated, runs: 2},
+		}},
+
+		// Retry-After.
+		inProgress("WithRetryAfter rounds up", []nethttp.Option{nethttp.WithRetryAfter(2500 * time.Millisecond)}, "3"),
+		inProgress("WithRetryAfter at least a second", []nethttp.Option{nethttp.WithRetryAfter(0)}, "1"),
+
+		// The handler's failure and the store's.
+		{name: "handler failure tells nothing", steps: []step{
+			{name: "fails", req: with(post("k1", `{}`), func(r *request) { r.header = header(hdrFail, "1") }), status: http.StatusInternalServerError, problem: nethttp.ProblemInternal, runs: 1,
+				check: func(t *testing.T, got, _ response) {
+					assert.NotContains(t, got.body, "hunter2", "no internal details reach the client")
+				}},
+			{name: "retry runs", req: post("k1", `{}`), status: http.StatusCreated, runs: 2},
+			{name: "then is replayed", req: post("k1", `{}`), status: http.StatusCreated, replayed: true, runs: 2},
+		}},
+		{name: "store unavailable", http: []nethttp.Option{nethttp.WithRetryAfter(5 * time.Second)},
+			store: faults(func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+				return storage.ClaimResult{}, errors.New("ProvisionedThroughputExceededException")
+			}, nil),
+			steps: []step{{name: "refused", req: post("k1", `{}`), status: http.StatusServiceUnavailable, problem: nethttp.ProblemStoreUnavailable,
+				check: func(t *testing.T, got, first response) {
+					assert.Equal(t, "5", got.header.Get("Retry-After"))
+					detailLacks("Provisioned")(t, got, first)
+				}}}},
+		{name: "store panics", eventsOnly: "net/http's server recovers the panic itself, and aborts the response",
+			store: faults(func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+				panic("nil map in a store")
+			}, nil), steps: []step{
+				{name: "refused", req: post("k1", `{}`), status: http.StatusInternalServerError, problem: nethttp.ProblemInternal},
+			}},
+		{name: "complete fails", store: faults(nil, func(context.Context, storage.Record) error { return errors.New("unavailable") }), steps: []step{
+			{name: "the client gets the response", req: post("k1", `{}`), status: http.StatusCreated, runs: 1,
+				check: func(t *testing.T, got, _ response) { assert.Equal(t, 1.0, bodyField(t, got, "run")) }},
+		}},
+		{name: "response too large for the store", store: func(mem storage.StepStore) storage.StepStore {
+			return &faultStore{StepStore: mem, complete: func(ctx context.Context, rec storage.Record) error {
+				if len(rec.Data) > 4<<10 { // a store whose items hold 4 KB
+					return fmt.Errorf("%w: %d bytes", storage.ErrTooLarge, len(rec.Data))
+				}
+				return mem.Complete(ctx, rec)
+			}}
+		}, steps: []step{
+			{name: "first gets it whole", req: with(post("k1", `{}`), func(r *request) { r.header = header(hdrBig, "1") }), status: http.StatusCreated, runs: 1,
+				check: func(t *testing.T, got, _ response) {
+					sum := sha256.Sum256([]byte(got.body))
+					assert.Equal(t, got.header.Get(hdrBig), hex.EncodeToString(sum[:]), "the handler's body, byte for byte")
+					assert.Len(t, got.body, bigBody)
+				}},
+			{name: "retry", req: post("k1", `{}`), status: http.StatusConflict, problem: nethttp.ProblemResponseNotStored, runs: 1,
+				check: func(t *testing.T, got, _ response) {
+					assert.Empty(t, got.header.Get("Retry-After"), "retrying does not help")
+				}},
+		}},
+		corrupt("of a newer format", func(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
+			rec.Version, rec.Status, rec.Data = 99, storage.StatusCompleted, []byte("p{}")
+			return storage.ClaimResult{Existing: &rec}, nil
+		}),
+		corrupt("undecodable", func(_ context.Context, rec storage.Record, _ time.Time) (storage.ClaimResult, error) {
+			rec.Status, rec.Data = storage.StatusCompleted, []byte("p{not json")
+			return storage.ClaimResult{Existing: &rec}, nil
+		}),
+		corrupt("reported by the store", func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+			return storage.ClaimResult{}, idempotent.ErrCorruptRecord
+		}),
+
+		// The core's settings apply behind every door.
+		{name: "outcome hook and local cache", core: []idempotent.Option{idempotent.WithLocalCache(10)}, steps: []step{
+			{name: "first", req: post("k", `{}`), status: http.StatusCreated, runs: 1},
+			{name: "retry", req: post("k", `{}`), status: http.StatusCreated, replayed: true, runs: 1},
+			mismatch("other body", post("k", `{"a":1}`)),
+		}, outcomes: func(t *testing.T, seen []idempotent.Event) {
+			require.Len(t, seen, 3)
+			assert.Equal(t, idempotent.OutcomeExecuted, seen[0].Outcome)
+			assert.Equal(t, idempotent.OutcomeReplayed, seen[1].Outcome)
+			assert.True(t, seen[1].FromCache, "served by the local cache")
+			assert.Equal(t, idempotent.OutcomePayloadMismatch, seen[2].Outcome)
+		}},
+		{name: "prefixes separate engines sharing a store", twin: "refunds", steps: []step{
+			{name: "first", req: post("k", `{}`), status: http.StatusCreated, runs: 1},
+			{name: "the same key under another prefix runs", twin: true, req: post("k", `{}`), status: http.StatusCreated, runs: 2},
+			{name: "retry under the first", req: post("k", `{}`), status: http.StatusCreated, replayed: true, runs: 2},
+		}},
+		{name: "retries share the downstream key", steps: []step{
+			{name: "first, not stored", req: with(post("k", `{}`), func(r *request) { r.header = header(hdrStatus, "500") }), status: http.StatusInternalServerError, runs: 1},
+			{name: "retry", req: with(post("k", `{}`), func(r *request) { r.header = header(hdrStatus, "500") }), status: http.StatusInternalServerError, runs: 2, check: downstream},
+		}},
+		{name: "steps resume after a response not stored", steps: []step{
+			{name: "charged, then 503", req: with(post("pay-1", `{"amount":1500}`), func(r *request) { r.header = header(hdrStep, "1") }), status: http.StatusServiceUnavailable, runs: 1},
+			{name: "retry resumes after the charge", req: with(post("pay-1", `{"amount":1500}`), func(r *request) { r.header = header(hdrStep, "1") }), status: http.StatusCreated, runs: 2,
+				check: func(t *testing.T, got, _ response) {
+					assert.Equal(t, "ch_1", bodyField(t, got, "charge"))
+					assert.Equal(t, 1.0, bodyField(t, got, "charges"), "the charge ran once")
+				}},
+			{name: "then is replayed", req: post("pay-1", `{"amount":1500}`), status: http.StatusCreated, replayed: true, runs: 2},
+		}},
 	}
 	return cases
 }
+
+// bigBody is the length of hdrBig's body.
+const bigBody = 8 << 10
 
 // testClock is the engines' clock: the test moves it, nothing sleeps.
 type testClock struct {
@@ -495,6 +849,9 @@ func TestConformance(t *testing.T) {
 			for _, c := range conformanceCases() {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
+					if c.eventsOnly != "" && !d.events {
+						t.Skip(c.eventsOnly)
+					}
 					runCase(t, d, c)
 				})
 			}
@@ -504,9 +861,27 @@ func TestConformance(t *testing.T) {
 
 func runCase(t *testing.T, d driver, c conformanceCase) {
 	clock := &testClock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	h := &conformanceHandler{started: make(chan struct{}), release: make(chan struct{})}
-	send := d.start(t, idempotent.NewMemoryStore(), h.serve,
-		idempotent.WithClock(clock.Now), idempotent.WithExpiry(time.Hour), idempotent.WithPrefix("conformance"))
+	h := &conformanceHandler{started: make(chan struct{}), release: make(chan struct{}),
+		big: base64.StdEncoding.EncodeToString(randomBytes(t, bigBody*3/4))} // incompressible
+	var mu sync.Mutex
+	var seen []idempotent.Event
+	hook := idempotent.WithOutcomeHook(func(_ context.Context, e idempotent.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e)
+	})
+	var store storage.StepStore = idempotent.NewMemoryStore()
+	if c.store != nil {
+		store = c.store(store)
+	}
+	core := func(prefix string) []idempotent.Option {
+		return append([]idempotent.Option{idempotent.WithClock(clock.Now), idempotent.WithExpiry(time.Hour), idempotent.WithPrefix(prefix), hook}, c.core...)
+	}
+	send := d.start(t, setup{store: store, http: c.http, core: core("conformance")}, h.serve)
+	sendTwin := send
+	if c.twin != "" {
+		sendTwin = d.start(t, setup{store: store, http: c.http, core: core(c.twin)}, h.serve)
+	}
 
 	var first response // the first answer of the case, for replays to match
 	type held struct {
@@ -514,25 +889,44 @@ func runCase(t *testing.T, d driver, c conformanceCase) {
 		done chan response
 	}
 	var holds []held
-	for i, s := range c.steps {
+	run := func(i int, s step) {
 		clock.advance(s.advance)
+		to := send
+		if s.twin {
+			to = sendTwin
+		}
 		if s.hold {
 			hd := held{s: s, done: make(chan response, 1)}
-			go func() { hd.done <- send(s.req) }()
+			go func() { hd.done <- to(s.req) }()
 			<-h.started // the handler runs now, and waits
 			holds = append(holds, hd)
-			continue
+			return
 		}
-		got := send(s.req)
+		got := to(s.req)
 		if i == 0 {
 			first = got
 		}
 		checkStep(t, s, got, first)
 		assert.Equal(t, s.runs, int(h.runs.Load()), "step %q: handler runs", s.name)
 	}
+	for i, s := range c.steps {
+		run(i, s)
+	}
 	close(h.release)
 	for _, hd := range holds {
-		checkStep(t, hd.s, <-hd.done, first)
+		got := <-hd.done
+		checkStep(t, hd.s, got, first)
+		if first.status == 0 {
+			first = got
+		}
+	}
+	for _, s := range c.after {
+		run(-1, s)
+	}
+	if c.outcomes != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		c.outcomes(t, seen)
 	}
 }
 

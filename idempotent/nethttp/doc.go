@@ -40,7 +40,7 @@
 //	case                                         status  type (https://idemkit.dev/problems/...)
 //	request body larger than WithMaxBody         413     request-too-large      ProblemRequestTooLarge
 //	request body unreadable (client gone)        400     malformed-request      ProblemMalformedRequest
-//	WithScope failed                             500     internal-error         ProblemInternal
+//	caller not named (WithScope, context error)  500     internal-error         ProblemInternal
 //
 // A replay carries the stored status code, headers and body byte for byte,
 // plus Idempotent-Replayed: true. Left out of the record, and so of replays:
@@ -105,12 +105,16 @@
 //
 // # Caller scoping
 //
-// Without WithScope every caller shares one key space, and a caller who
-// learns another's key and body could replay that caller's response. When
-// requests are authenticated, name the caller with WithScope, reading what
-// your authentication middleware (run before this one) put in the context,
-// or behind a Function URL with IAM auth, the signed caller that
-// lambdaurl.RequestFromContext carries.
+// Unscoped, every caller shares one key space, and a caller who learns
+// another's key and body could replay that caller's response. When requests
+// are authenticated, name the caller: with WithScope, reading what your
+// authentication middleware (run before this one) put in the context, or
+// behind a Function URL with IAM auth, the signed caller that
+// lambdaurl.RequestFromContext carries; or have what runs before the
+// middleware hand the caller forward with ContextWithScope (or say why it
+// cannot, with ContextWithScopeError), as package apigateway's HandlerV1 and
+// HandlerV2 do with the authorizer's caller. WithScope wins over the
+// context.
 //
 // # Options
 //

@@ -70,8 +70,10 @@ func WithMaxBody(n int64) Option { return func(o *options) { o.maxBody = max(n, 
 // this one) put in the request's context: two callers that send the same key
 // never see each other's responses. It is called for requests that carry a
 // key; an error answers 500 without running the handler, and is logged at
-// error level (to the Engine's logger). Without WithScope all callers share one key space. A nil
-// function panics.
+// error level (to the Engine's logger). WithScope wins over the scope a
+// request's context carries (ContextWithScope, ContextWithScopeError), which
+// names the caller without it; with neither, all callers share one key
+// space. A nil function panics.
 func WithScope(scope func(*http.Request) (string, error)) Option {
 	if scope == nil {
 		panic("nethttp: WithScope: nil function")

@@ -17,8 +17,8 @@ type options struct {
 	volatile      []string      // lower case (WithVolatileHeaders)
 	replayCookies bool          // WithReplayCookies
 	maxBody       int64         // the request and buffered response body limit (WithMaxBody)
-	// scope names the caller of a request with a key (WithScope); nil puts
-	// every caller in one key space.
+	// scope names the caller of a request with a key (WithScope); nil
+	// leaves it to the request's context (see scopeOf).
 	scope func(*http.Request) (string, error)
 }
 

@@ -58,18 +58,18 @@ func encodeStored(r *storedResponse) ([]byte, error) {
 	return raw, nil
 }
 
-// decodeStored reads a stored form before it is replayed. A status no front door
-// ever stores means the record is not an HTTP front door's, or is damaged:
-// replaying it would answer garbage.
+// decodeStored reads a stored form before it is replayed (see readStored). A
+// status no front door ever stores means the record is not an HTTP front
+// door's, or is damaged: replaying it would answer garbage.
 func decodeStored(raw []byte) (*storedResponse, error) {
-	var r storedResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	r, err := readStored(raw)
+	if err != nil {
 		return nil, err
 	}
 	if !storable(r.StatusCode) {
 		return nil, fmt.Errorf("stored status code %d", r.StatusCode)
 	}
-	return &r, nil
+	return r, nil
 }
 
 // headerFilter decides which response headers are stored and replayed. Build it

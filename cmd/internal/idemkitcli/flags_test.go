@@ -17,8 +17,9 @@ import (
 // noFlag lists the dynamostore.Options fields the command has no flag for,
 // and why. Every other field must have one.
 var noFlag = map[string]string{
-	"MaxItemBytes": "bounds the writes of Complete and AppendStep; the command never writes a record",
-	"ScanPageSize": "how list pages its Scan, not where records are: DynamoDB's own pages serve",
+	"MaxItemBytes":         "bounds the writes of Complete and AppendStep; the command never writes a record",
+	"ScanPageSize":         "how list pages its Scan, not where records are: DynamoDB's own pages serve",
+	"ClaimManyConcurrency": "bounds a batch's claim wave; the command never claims a record",
 }
 
 // storeOnlyFlags are the store flags that are not dynamostore layout flags.
