@@ -350,7 +350,7 @@ func parseCallgrindOut(r io.Reader) (callgrindOut, error) {
 		costs = summary
 	}
 	if costs == nil {
-		return d, errors.New("callgrind out: neither totals: nor summary:")
+		return d, errors.New("callgrind out: neither a totals line nor a summary line")
 	}
 	if col >= len(costs) {
 		return d, fmt.Errorf("callgrind out: %d costs, Ir is event %d", len(costs), col+1)

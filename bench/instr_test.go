@@ -52,7 +52,7 @@ func TestParseCallgrindOut(t *testing.T) {
 		{name: "cost lines are not keys", in: "events: Ir\nfn=(1) a:b\n12 40\ntotals: 9\n", want: callgrindOut{Ir: 9}},
 		{name: "no Ir", in: "events: Dr\ntotals: 1\n", err: "no events: line with Ir"},
 		{name: "no events line", in: "totals: 1\n", err: "no events: line with Ir"},
-		{name: "no totals", in: "events: Ir\n", err: "neither totals: nor summary:"},
+		{name: "no totals", in: "events: Ir\n", err: "neither a totals line nor a summary line"},
 		{name: "too few costs", in: "events: Dr Ir\ntotals: 1\n", err: "1 costs, Ir is event 2"},
 		{name: "bad count", in: "events: Ir\ntotals: many\n", err: "bad Ir"},
 		{name: "negative count", in: "events: Ir\ntotals: -4\n", err: "bad Ir"},
