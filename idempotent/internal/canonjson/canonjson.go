@@ -48,21 +48,24 @@ func Append(dst, data []byte) ([]byte, error) {
 	if !utf8.Valid(data) {
 		return dst, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
 	}
-	p := parser{text: data}
-	out, err := p.value(dst, 0)
-	if err != nil {
+	p := parser{text: data, out: dst}
+	if err := p.value(0); err != nil {
 		return dst, err
 	}
 	p.skipSpace()
 	if p.pos < len(p.text) {
 		return dst, p.invalid("trailing data")
 	}
-	return out, nil
+	p.flush(p.pos)
+	return p.out, nil
 }
 
 // parser reads a JSON document by recursive descent, a method for each kind
-// of value, each appending the value's canonical form to the output it is
-// given and returning the extended output (as strconv's Append functions do).
+// of value. Most of a document's canonical form is its text as it is: the
+// parser writes nothing for a value it reads until its text and the
+// canonical form part (white space left out, a string re-escaped, an
+// object's members reordered), and then writes the text read so far, as it
+// is, in one copy (flush).
 //
 // It returns the error the first implementation returns (reference_test.go,
 // a walk of encoding/json's Decoder.Token), as callers tell ErrTooDeep and
@@ -80,9 +83,20 @@ func Append(dst, data []byte) ([]byte, error) {
 type parser struct {
 	text      []byte // the document
 	pos       int    // the next byte of text to read
+	out       []byte // the canonical form of text[:run]
+	run       int    // text[run:pos] is canonical as it is, and not yet in out
 	unescaped []byte // the strings that held escapes, decoded, one after another
-	scratch   []byte // an object's members while they are reordered, when the output has no room for them
+	scratch   []byte // an object's members while they are reordered, when out has no room for them
 }
+
+// flush writes the text read as it is, up to i, to the output.
+func (p *parser) flush(i int) {
+	p.out = append(p.out, p.text[p.run:i]...)
+	p.run = i
+}
+
+// at returns where text[i], for i at or past run, lands in the output.
+func (p *parser) at(i int) int { return len(p.out) + i - p.run }
 
 // invalid returns ErrInvalid, saying what was wrong at p.pos.
 func (p *parser) invalid(what string) error {
@@ -92,15 +106,27 @@ func (p *parser) invalid(what string) error {
 	return fmt.Errorf("%w: %s: unexpected %q at offset %d", ErrInvalid, what, p.text[p.pos], p.pos)
 }
 
-// skipSpace skips JSON's white space: space, tab, CR and LF.
+// skipSpace skips JSON's white space (space, tab, CR and LF), which the
+// output leaves out. A compact document has none, and the first test
+// (inlined) is all it costs there.
 func (p *parser) skipSpace() {
-	for p.pos < len(p.text) {
-		switch p.text[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
+	if p.pos < len(p.text) && p.text[p.pos] > ' ' {
+		return
+	}
+	p.skipSpaces()
+}
+
+// skipSpaces is skipSpace's loop, not inlined, so that skipSpace is.
+//
+//go:noinline
+func (p *parser) skipSpaces() {
+	s, i := p.text, p.pos
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i > p.pos {
+		p.flush(p.pos)
+		p.pos, p.run = i, i
 	}
 }
 
@@ -115,119 +141,135 @@ func (p *parser) consume(c byte) bool {
 
 // value reads the value after the white space at p.pos. depth is its
 // depth, which the caller checked.
-func (p *parser) value(out []byte, depth int) ([]byte, error) {
+func (p *parser) value(depth int) error {
 	p.skipSpace()
 	if p.pos == len(p.text) {
-		return nil, p.invalid("expected a value")
+		return p.invalid("expected a value")
 	}
 	switch c := p.text[p.pos]; {
 	case c == '{':
-		return p.object(out, depth)
+		return p.object(depth)
 	case c == '[':
-		return p.array(out, depth)
+		return p.array(depth)
 	case c == '"':
-		out, _, err := p.string(out)
-		return out, err
+		_, err := p.string()
+		return err
 	case c == 't':
-		return p.literal(out, "true")
+		return p.literal("true")
 	case c == 'f':
-		return p.literal(out, "false")
+		return p.literal("false")
 	case c == 'n':
-		return p.literal(out, "null")
+		return p.literal("null")
 	case c == '-' || '0' <= c && c <= '9':
-		return p.number(out)
+		return p.number()
 	}
-	return nil, p.invalid("expected a value")
+	return p.invalid("expected a value")
 }
 
-func (p *parser) literal(out []byte, word string) ([]byte, error) {
+func (p *parser) literal(word string) error {
 	if !bytes.HasPrefix(p.text[p.pos:], []byte(word)) {
-		return nil, p.invalid("in literal " + word)
+		return p.invalid("in literal " + word)
 	}
 	p.pos += len(word)
-	return append(out, word...), nil
+	return nil
 }
 
 // number reads a number, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
-// and appends it as written. What follows it is the caller's to check, as
-// in encoding/json's scanner (01 is the number 0, then an unexpected 1).
-func (p *parser) number(out []byte) ([]byte, error) {
-	start := p.pos
-	p.consume('-')
-	if !p.consume('0') && p.digits() == 0 {
-		return nil, p.invalid("in number")
+// which the output keeps as written. What follows it is the caller's to
+// check, as in encoding/json's scanner (01 is the number 0, then an
+// unexpected 1).
+func (p *parser) number() error {
+	s, i := p.text, p.pos
+	if s[i] == '-' {
+		i++
 	}
-	if p.consume('.') && p.digits() == 0 {
-		return nil, p.invalid("after decimal point in number")
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits(s, i) > i:
+		i = digits(s, i)
+	default:
+		p.pos = i
+		return p.invalid("in number")
 	}
-	if p.consume('e') || p.consume('E') {
-		if !p.consume('+') {
-			p.consume('-')
+	if i < len(s) && s[i] == '.' {
+		if i++; digits(s, i) == i {
+			p.pos = i
+			return p.invalid("after decimal point in number")
 		}
-		if p.digits() == 0 {
-			return nil, p.invalid("in exponent of number")
-		}
+		i = digits(s, i)
 	}
-	return append(out, p.text[start:p.pos]...), nil
-}
-
-// digits reads decimal digits and returns how many.
-func (p *parser) digits() int {
-	start := p.pos
-	for p.pos < len(p.text) && '0' <= p.text[p.pos] && p.text[p.pos] <= '9' {
-		p.pos++
-	}
-	return p.pos - start
-}
-
-// string reads the string whose opening quote is at p.pos and appends it
-// as AppendQuoted writes its content. Its syntax is JSON's: no control
-// characters, and only the escapes \" \\ \/ \b \f \n \r \t and \uXXXX. It
-// returns its content, decoded: a slice of text, or of p.unescaped if it
-// held escapes.
-func (p *parser) string(out []byte) (_, content []byte, err error) {
-	// Most strings are written as they are (rewrite says otherwise): the
-	// bytes asIs stand for themselves, and the loop stops at the others.
-	escaped, rewrite := false, false
-	for i := p.pos + 1; ; i++ {
-		for i < len(p.text) && asIs[p.text[i]] {
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		if i == len(p.text) {
+		if digits(s, i) == i {
 			p.pos = i
-			return nil, nil, p.invalid("in string")
+			return p.invalid("in exponent of number")
 		}
-		switch c := p.text[i]; {
+		i = digits(s, i)
+	}
+	p.pos = i
+	return nil
+}
+
+// digits returns the end of the decimal digits at s[i:].
+func digits(s []byte, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// string reads the string whose opening quote is at p.pos. Its syntax is
+// JSON's: no control characters, and only the escapes \" \\ \/ \b \f \n
+// \r \t and \uXXXX. The output has it as AppendQuoted writes its content:
+// as written, unless it holds an escape or a character AppendQuoted
+// escapes. It returns its content, decoded: a slice of text, or of
+// p.unescaped if it held escapes.
+func (p *parser) string() (content []byte, err error) {
+	// The bytes asIs stand for themselves, and the loop stops at the others.
+	s, start := p.text, p.pos
+	escaped, rewrite := false, false
+	for i := start + 1; ; i++ {
+		for i < len(s) && asIs[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			p.pos = i
+			return nil, p.invalid("in string")
+		}
+		switch c := s[i]; {
 		case c == '"':
-			content = p.text[p.pos+1 : i]
+			p.pos = i + 1
+			content = s[start+1 : i]
 			if escaped {
 				n := len(p.unescaped)
 				p.unescaped = unescape(p.unescaped, content)
 				content = p.unescaped[n:]
 			}
 			if rewrite {
-				out = appendQuoted(out, content)
-			} else {
-				out = append(out, p.text[p.pos:i+1]...)
+				p.flush(start)
+				p.out = appendQuoted(p.out, content)
+				p.run = p.pos
 			}
-			p.pos = i + 1
-			return out, content, nil
+			return content, nil
 		case c == '\\':
 			escaped, rewrite = true, true
 			i++
 			switch {
-			case i == len(p.text):
+			case i == len(s):
 				i-- // the end, found above
-			case p.text[i] == 'u' && hex4(p.text[i+1:]) >= 0:
+			case s[i] == 'u' && hex4(s[i+1:]) >= 0:
 				i += 4
-			case unescapes[p.text[i]] != 0:
+			case unescapes[s[i]] != 0:
 			default:
 				p.pos = i
-				return nil, nil, p.invalid("in string escape")
+				return nil, p.invalid("in string escape")
 			}
 		case c < ' ':
 			p.pos = i
-			return nil, nil, p.invalid("in string (a control character)")
+			return nil, p.invalid("in string (a control character)")
 		default: // < > &, or a character past ASCII: escaped, or maybe
 			rewrite = true
 		}
@@ -293,134 +335,151 @@ func hex4(s []byte) rune {
 }
 
 // array reads the array whose '[' is at p.pos, at depth.
-func (p *parser) array(out []byte, depth int) ([]byte, error) {
+func (p *parser) array(depth int) error {
 	p.pos++
-	out = append(out, '[')
 	p.skipSpace()
 	if p.consume(']') {
-		return append(out, ']'), nil
+		return nil
 	}
 	if p.pos == len(p.text) || p.text[p.pos] == '}' {
-		return nil, p.invalid("in array")
+		return p.invalid("in array")
 	}
 	if depth+1 > MaxDepth {
-		return nil, ErrTooDeep
+		return ErrTooDeep
 	}
 	for {
-		var err error
-		if out, err = p.value(out, depth+1); err != nil {
-			return nil, err
+		if err := p.value(depth + 1); err != nil {
+			return err
 		}
 		p.skipSpace()
 		switch {
 		case p.consume(','):
-			out = append(out, ',')
 		case p.consume(']'):
-			return append(out, ']'), nil
+			return nil
 		default:
-			return nil, p.invalid("in array")
+			return p.invalid("in array")
 		}
 	}
 }
 
-// member is an object member read: where its decoded key is, and where it
-// was written in the output, as `"key":value`.
+// member is an object member read: its decoded key, and where it lands in
+// the output, as `"key":value`.
 type member struct {
 	key        []byte
 	start, end int
 }
 
-// object reads the object whose '{' is at p.pos, at depth: it appends its
-// members as they come, then sorts them by key where they were written.
-func (p *parser) object(out []byte, depth int) ([]byte, error) {
+// object reads the object whose '{' is at p.pos, at depth, then puts its
+// members in order (sortMembers).
+func (p *parser) object(depth int) error {
 	p.pos++
 	p.skipSpace()
 	if p.consume('}') {
-		return append(out, "{}"...), nil
+		return nil
 	}
-	out = append(out, '{')
 	var room [8]member // most objects' members, on the stack
 	members := room[:0]
 	for {
 		if p.pos == len(p.text) || p.text[p.pos] != '"' {
-			return nil, p.invalid("expected object key")
+			return p.invalid("expected object key")
 		}
-		start := len(out)
-		var key []byte
-		var err error
-		if out, key, err = p.string(out); err != nil {
-			return nil, err
+		start := p.at(p.pos)
+		key, err := p.string()
+		if err != nil {
+			return err
 		}
 		if depth+1 > MaxDepth {
-			return nil, ErrTooDeep
+			return ErrTooDeep
 		}
 		p.skipSpace()
 		if !p.consume(':') {
-			return nil, p.invalid("expected :")
+			return p.invalid("expected :")
 		}
-		if out, err = p.value(append(out, ':'), depth+1); err != nil {
-			return nil, err
+		if err := p.value(depth + 1); err != nil {
+			return err
 		}
-		members = append(members, member{key: key, start: start, end: len(out)})
+		members = append(members, member{key: key, start: start, end: p.at(p.pos)})
 		p.skipSpace()
 		if p.consume('}') {
-			break
+			return p.sortMembers(members)
 		}
 		if !p.consume(',') {
-			return nil, p.invalid("in object")
+			return p.invalid("in object")
 		}
-		out = append(out, ',')
 		p.skipSpace()
 	}
-	out, err := p.sortMembers(out, members)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '}'), nil
 }
 
-// sortMembers sorts the members of an object, which end out, by key,
-// checking that none appears twice, and rewrites them in order where they
-// are: the object's length does not change, so the offsets of the members
-// of the objects around it stay right. The sorted members are put together
-// past the end of out first, when its spare capacity has room for them (a
-// caller that gives it as much room again as the input saves an
-// allocation: nethttp does), else in a scratch buffer.
-func (p *parser) sortMembers(out []byte, ms []member) ([]byte, error) {
-	var room [16]int
-	order := room[:0] // indexes into ms, sorted rather than the members
-	for i := range ms {
-		order = append(order, i)
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ms[a].key, ms[b].key) })
-	moved := false
-	for k := 1; k < len(order); k++ {
-		if key := ms[order[k]].key; bytes.Equal(ms[order[k-1]].key, key) {
-			return nil, fmt.Errorf("%w: %q", ErrDuplicateKey, key)
+// sortMembers sorts the members of the object just read by key, checking
+// that none appears twice, and rewrites them in order where they are in the
+// output: the object's length does not change, so the offsets of the
+// members of the objects around it stay right. The sorted members are put
+// together past the end of the output first, when its spare capacity has
+// room for them (a caller that gives it as much room again as the input
+// saves an allocation: nethttp does), else in a scratch buffer.
+func (p *parser) sortMembers(ms []member) error {
+	from, end := ms[0].start, ms[len(ms)-1].end // the members, in the output
+	moved := sortByKey(ms)
+	for k := 1; k < len(ms); k++ {
+		if bytes.Equal(ms[k-1].key, ms[k].key) {
+			return fmt.Errorf("%w: %q", ErrDuplicateKey, ms[k].key)
 		}
-		moved = moved || order[k] < order[k-1]
 	}
 	if !moved {
-		return out, nil
+		return nil
 	}
-	from, end := ms[0].start, len(out) // the members, in out
-	inOut := cap(out)-end >= end-from
-	sorted := out[end:end]
+	p.flush(p.pos)
+	out := p.out
+	inOut := cap(out)-len(out) >= end-from
+	sorted := out[len(out):]
 	if !inOut {
 		if p.scratch == nil { // one buffer for most documents' objects
 			p.scratch = make([]byte, 0, len(p.text))
 		}
 		sorted = p.scratch[:0]
 	}
-	for k, i := range order {
+	for k, m := range ms {
 		if k > 0 {
 			sorted = append(sorted, ',')
 		}
-		sorted = append(sorted, out[ms[i].start:ms[i].end]...)
+		sorted = append(sorted, out[m.start:m.end]...)
 	}
 	copy(out[from:end], sorted)
 	if !inOut {
 		p.scratch = sorted // grown or not, for the next object
 	}
-	return out, nil
+	return nil
+}
+
+// sortByKey sorts members by key and reports whether any moved. Most
+// objects are small, and many already sorted: an insertion sort does the
+// fewest comparisons on them (n-1 when sorted), with no call to compare.
+func sortByKey(ms []member) (moved bool) {
+	if len(ms) > 12 { // (where slices.SortFunc sorts by insertion too)
+		byKey := func(a, b member) int { return bytes.Compare(a.key, b.key) }
+		if slices.IsSortedFunc(ms, byKey) {
+			return false
+		}
+		slices.SortFunc(ms, byKey)
+		return true
+	}
+	for k := 1; k < len(ms); k++ {
+		m, j := ms[k], k
+		for ; j > 0 && compareKeys(ms[j-1].key, m.key) > 0; j-- {
+			ms[j] = ms[j-1]
+		}
+		if j < k {
+			ms[j], moved = m, true
+		}
+	}
+	return moved
+}
+
+// compareKeys is bytes.Compare, without its call for keys that differ in
+// their first byte, as most do.
+func compareKeys(a, b []byte) int {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return int(a[0]) - int(b[0])
+	}
+	return bytes.Compare(a, b)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/idemkit/idemkit/idempotent/internal/canonjson"
 )
@@ -192,7 +193,13 @@ func nested(in []byte, n int) []byte {
 	return out
 }
 
-func checkDifferential(t *testing.T, in []byte) {
+// testingT is what checkDifferential needs of a *testing.T or a *rapid.T.
+type testingT interface {
+	require.TestingT
+	Helper()
+}
+
+func checkDifferential(t testingT, in []byte) {
 	t.Helper()
 	want, wantErr := referenceCanonicalize(in)
 	got, err := canonjson.Canonicalize(in)
@@ -234,4 +241,119 @@ func errorClass(err error) string {
 		return "too deep"
 	}
 	return "other: " + err.Error()
+}
+
+// TestDifferentialRapid checks generated documents against the reference:
+// JSON values of every kind (nested up to past MaxDepth, keys that collide
+// or sort differently once unescaped, escapes, characters past ASCII,
+// numbers in every form, white space between tokens), as written or with a
+// byte cut, inserted or replaced, so that invalid input is checked too.
+func TestDifferentialRapid(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		doc := []byte(jsonText(t, 0))
+		if n := len(doc); n > 0 && rapid.Bool().Draw(t, "mutate") {
+			at := rapid.IntRange(0, n-1).Draw(t, "at")
+			b := rapid.SampledFrom([]byte("{}[],:\"\\ \t\n01-+.eEtfnu\x00\x1f\x7f\xc3\xa9\xe2\x80\xa8")).Draw(t, "byte")
+			switch rapid.IntRange(0, 2).Draw(t, "how") {
+			case 0:
+				doc = append(doc[:at:at], doc[at+1:]...)
+			case 1:
+				doc = append(doc[:at:at], append([]byte{b}, doc[at:]...)...)
+			default:
+				doc[at] = b
+			}
+		}
+		checkDifferential(t, doc)
+	})
+}
+
+// jsonText draws a JSON value at depth, as text.
+func jsonText(t *rapid.T, depth int) string {
+	space := func() string {
+		return rapid.SampledFrom([]string{"", "", "", " ", "\n\t", "\r\n  "}).Draw(t, "space")
+	}
+	kinds := 9
+	if depth > 3 && !rapid.Bool().Draw(t, "deep") {
+		kinds = 7 // mostly scalars past a few levels
+	}
+	switch rapid.IntRange(0, kinds).Draw(t, "kind") {
+	case 0, 1:
+		return jsonString(t)
+	case 2, 3:
+		return jsonNumber(t)
+	case 4:
+		return rapid.SampledFrom([]string{"true", "false", "null"}).Draw(t, "literal")
+	case 5:
+		if rapid.IntRange(0, 20).Draw(t, "tower") == 0 { // about MaxDepth, in arrays or objects
+			n := rapid.IntRange(maxDepthAround()).Draw(t, "levels")
+			if rapid.Bool().Draw(t, "arrays") {
+				return strings.Repeat("[", n) + jsonNumber(t) + strings.Repeat("]", n)
+			}
+			return strings.Repeat(`{"k":`, n) + "0" + strings.Repeat("}", n)
+		}
+		return "[" + space() + "]"
+	case 6, 7:
+		return "{" + space() + "}"
+	case 8:
+		n := rapid.IntRange(1, 6).Draw(t, "elements")
+		var elems []string
+		for range n {
+			elems = append(elems, space()+jsonText(t, depth+1)+space())
+		}
+		return "[" + strings.Join(elems, ",") + "]"
+	default:
+		n := rapid.IntRange(1, 16).Draw(t, "members")
+		var members []string
+		for range n {
+			key := jsonKey(t)
+			members = append(members, space()+key+space()+":"+space()+jsonText(t, depth+1)+space())
+		}
+		return "{" + strings.Join(members, ",") + "}"
+	}
+}
+
+// maxDepthAround is the range of tower heights: either side of MaxDepth.
+func maxDepthAround() (int, int) { return canonjson.MaxDepth - 2, canonjson.MaxDepth + 2 }
+
+// jsonKey draws an object key from a small set, so that keys repeat (a
+// duplicate, or the same key escaped) and share prefixes.
+func jsonKey(t *rapid.T) string {
+	return rapid.SampledFrom([]string{
+		`"a"`, `"b"`, `"ab"`, `"a\u0000"`, `"\u0061"`, `"é"`, `"\u00e9"`, `"e"`, `""`, `"customerId"`,
+		`"customerI"`, `"customerIdx"`, `"z"`, `"<"`, `"\u003c"`, `"\ud83d\ude00"`, `"😀"`, `"\ud800"`, `"\ufffd"`,
+		`"k1"`, `"k2"`, `"k10"`, `"\n"`, `"\\"`, `"\""`,
+	}).Draw(t, "key")
+}
+
+// jsonString draws a JSON string: plain runs, escapes of every kind
+// (surrogates paired, lone and reversed), characters that the canonical
+// form escapes, and characters past ASCII.
+func jsonString(t *rapid.T) string {
+	parts := rapid.SliceOfN(rapid.SampledFrom([]string{
+		"abc", "Order 1001: 2 x red mug", "x", " ", `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`,
+		`\u0041`, `\u00e9`, `\u00E9`, `\u001f`, `\u2028`, `\ud83d\ude00`, `\ud83d`, `\ude00`, `\ude00\ud83d`,
+		"<", ">", "&", "\x7f", "é", "€", "😀", "\u2028", "\u2029", "\u2027", "\ufeff", "\ufffd",
+	}), 0, 6).Draw(t, "parts")
+	return `"` + strings.Join(parts, "") + `"`
+}
+
+// jsonNumber draws a number in any of JSON's forms, big ones included.
+func jsonNumber(t *rapid.T) string {
+	var sb strings.Builder
+	if rapid.Bool().Draw(t, "minus") {
+		sb.WriteByte('-')
+	}
+	if rapid.IntRange(0, 3).Draw(t, "zero") == 0 {
+		sb.WriteByte('0')
+	} else {
+		sb.WriteString(rapid.StringMatching(`[1-9][0-9]{0,25}`).Draw(t, "int"))
+	}
+	if rapid.Bool().Draw(t, "fraction") {
+		sb.WriteString(rapid.StringMatching(`\.[0-9]{1,20}`).Draw(t, "frac"))
+	}
+	if rapid.Bool().Draw(t, "exponent") {
+		sb.WriteString(rapid.StringMatching(`[eE][+-]?[0-9]{1,5}`).Draw(t, "exp"))
+	}
+	return sb.String()
 }
