@@ -71,10 +71,18 @@ lint:
 	go run $(STATICCHECK) ./...
 	cd functions/e2e/deployed && go run $(STATICCHECK) ./...
 
+# Pinned: AWS's Lambda Runtime Interface Emulator, which the end-to-end tests run the sample bootstraps under
+# (functions/internal/rie). `make rie` builds it into build/tools with the Go that runs make.
+RIE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d
+.PHONY: rie
+rie:
+	GOBIN=$(CURDIR)/build/tools go install $(RIE)
+
 # Unit and integration tests of the root module, against DynamoDB Local, Redis and PostgreSQL, and of the deployed e2e suite's
 # own module (functions/e2e/deployed: the Lambda and SQS clients, here against fakes of their APIs).
 .PHONY: test-go
-test-go: deps-test
+test-go: export IDEMKIT_REQUIRE_RIE := 1
+test-go: deps-test rie
 	$(WITH_SERVICES) bash -c 'go test $(GO_TEST_FLAGS) ./... && cd functions/e2e/deployed && go test $(GO_TEST_FLAGS) ./...'
 
 # An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand (docs/trying-it.md): it

@@ -18,6 +18,20 @@
 // [LocalQueue], which delivers in process as the event source mapping does
 // (batches, partial batch failures redelivered, a dead-letter list).
 //
+// TestEmulator runs the sample bootstraps themselves, built for this machine
+// as make build builds them, under AWS's Lambda Runtime Interface Emulator
+// (aws-lambda-rie, pinned in the Makefile and installed by make rie into
+// build/tools; package functions/internal/rie starts it on free loopback
+// ports and stops it by PID), on DynamoDB Local: the suite through the
+// emulator's invoke API, each function in four emulators at once as Lambda
+// runs concurrent invocations in as many execution environments; each
+// function's answers, replays and JSON logs; and a payment whose handler
+// hangs past AWS_LAMBDA_FUNCTION_TIMEOUT (2 s) after its charge step, which
+// the emulator kills: its record's lease ends the clock-skew margin after
+// the deadline the emulator gave the runtime, and the retry after it takes
+// over and resumes after the recorded charge. Without the emulator the test
+// skips, unless IDEMKIT_REQUIRE_RIE=1 (make test sets it).
+//
 // Every run rewrites the sample events' idempotency keys, customer IDs,
 // order IDs and SKUs with a run-unique suffix (see [Personalize]), so runs
 // never meet each other's records: the suite works on tables shared with

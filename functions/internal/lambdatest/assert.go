@@ -29,30 +29,6 @@ func AssertFailsFast(t testing.TB, unset ...string) {
 	assert.Contains(t, line.Msg, strings.Join(unset, ", "))
 }
 
-// Function is a main package served by a fake Runtime API.
-type Function struct {
-	*Process
-	API *RuntimeAPI
-}
-
-// Serve starts a fake Runtime API and the main package against it, with env
-// added as for Start; both stop when t ends.
-func Serve(t testing.TB, env ...string) *Function {
-	t.Helper()
-	api := NewRuntimeAPI(t)
-	return &Function{Process: Start(t, append([]string{"AWS_LAMBDA_RUNTIME_API=" + api.Address()}, env...)...), API: api}
-}
-
-// Invoke hands event to the function with a deadline timeout from now,
-// requires an answer that is not an error, and decodes that answer into resp.
-func (f *Function) Invoke(t testing.TB, event []byte, timeout time.Duration, resp any) {
-	t.Helper()
-	res, err := f.API.Invoke(t.Context(), event, timeout)
-	require.NoError(t, err, "output: %s", f.Output())
-	require.False(t, res.Failed, "%s", res.Body)
-	require.NoError(t, json.Unmarshal(res.Body, resp))
-}
-
 // AssertJSONLines checks that every line of out is a JSON document.
 func AssertJSONLines(t testing.TB, out string) {
 	t.Helper()

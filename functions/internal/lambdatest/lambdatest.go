@@ -2,14 +2,10 @@ package lambdatest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,103 +24,6 @@ func RunMainIfChild(main func()) {
 	if os.Getenv(MainEnv) == "1" {
 		main()
 		os.Exit(0)
-	}
-}
-
-// Result is a function's answer to one invocation.
-type Result struct {
-	// Body is the response, or the error document when Failed.
-	Body []byte
-	// Failed reports that the function returned an error.
-	Failed bool
-}
-
-// RuntimeAPI is a fake of the Lambda Runtime API
-// (/2018-06-01/runtime/invocation/...) serving events one at a time.
-type RuntimeAPI struct {
-	srv     *httptest.Server
-	pending chan pending
-	done    chan struct{}
-
-	mu      sync.Mutex
-	waiting map[string]chan Result
-	seq     int
-}
-
-type pending struct {
-	id       string
-	event    []byte
-	deadline time.Time
-}
-
-// NewRuntimeAPI starts a fake Runtime API, closed when t ends.
-func NewRuntimeAPI(t testing.TB) *RuntimeAPI {
-	r := &RuntimeAPI{pending: make(chan pending), done: make(chan struct{}), waiting: map[string]chan Result{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", r.next)
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", r.answer(false))
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", r.answer(true))
-	r.srv = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		close(r.done)
-		r.srv.Close()
-	})
-	return r
-}
-
-// Address is the value of AWS_LAMBDA_RUNTIME_API for the runtime.
-func (r *RuntimeAPI) Address() string { return strings.TrimPrefix(r.srv.URL, "http://") }
-
-func (r *RuntimeAPI) next(w http.ResponseWriter, req *http.Request) {
-	select {
-	case p := <-r.pending:
-		w.Header().Set("Lambda-Runtime-Aws-Request-Id", p.id)
-		w.Header().Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(p.deadline.UnixMilli(), 10))
-		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:000000000000:function:idemkit-test")
-		w.Header().Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(p.event)
-	case <-req.Context().Done():
-	case <-r.done:
-		w.WriteHeader(http.StatusGone)
-	}
-}
-
-func (r *RuntimeAPI) answer(failed bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		ch := r.waiting[req.PathValue("id")]
-		delete(r.waiting, req.PathValue("id"))
-		r.mu.Unlock()
-		if ch == nil {
-			http.Error(w, "unknown request id", http.StatusBadRequest)
-			return
-		}
-		ch <- Result{Body: body, Failed: failed}
-		w.WriteHeader(http.StatusAccepted)
-	}
-}
-
-// Invoke hands event to the runtime with a deadline timeout from now, as
-// Lambda does with the function's timeout, and waits for its answer.
-func (r *RuntimeAPI) Invoke(ctx context.Context, event []byte, timeout time.Duration) (Result, error) {
-	r.mu.Lock()
-	r.seq++
-	id := fmt.Sprintf("req-%04d", r.seq)
-	ch := make(chan Result, 1)
-	r.waiting[id] = ch
-	r.mu.Unlock()
-	select {
-	case r.pending <- pending{id: id, event: event, deadline: time.Now().Add(timeout)}:
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("lambdatest: the runtime did not ask for the next invocation: %w", ctx.Err())
-	}
-	select {
-	case res := <-ch:
-		return res, nil
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("lambdatest: no answer to %s: %w", id, ctx.Err())
 	}
 }
 
