@@ -226,6 +226,16 @@ func checkDifferential(t testingT, in []byte) {
 		require.NoError(t, err)
 		require.Equal(t, "prefix:"+string(want), string(appended))
 	}
+
+	// The parser Append replaced returns the same bytes, and the same
+	// error, message for message (the offset and what was expected).
+	old, oldErr := canonjson.AppendRecursive(nil, in)
+	if oldErr != nil {
+		require.EqualError(t, err, oldErr.Error(), "%q", in)
+	} else {
+		require.NoError(t, err)
+		require.Equal(t, string(old), string(appended[len(prefix):]), "%q", in)
+	}
 }
 
 // errorClass names the sentinel an error wraps.
