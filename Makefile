@@ -29,7 +29,7 @@ demo: deps-demo
 	scripts/with-dynamodb.sh go run ./cmd/demo
 
 .PHONY: test
-test: deps-test vet lint lint-ci test-go test-min-go test-infra
+test: deps-test vet lint lint-ci test-go test-otel test-min-go test-infra
 
 # Benchmarks (bench/doc.go): builds the harness and runs it against a fresh in-memory DynamoDB Local, a
 # redis-server and a throwaway PostgreSQL cluster on loopback (the Redis and PostgreSQL stores' floors); writes
@@ -70,6 +70,7 @@ vet:
 lint:
 	go run $(STATICCHECK) ./...
 	cd functions/e2e/deployed && go run $(STATICCHECK) ./...
+	cd otelidem && go run $(STATICCHECK) ./...
 
 # Pinned: AWS's Lambda Runtime Interface Emulator, which the end-to-end tests run the sample bootstraps under
 # (functions/internal/rie). `make rie` builds it into build/tools with the Go that runs make.
@@ -84,6 +85,12 @@ rie:
 test-go: export IDEMKIT_REQUIRE_RIE := 1
 test-go: deps-test rie
 	$(WITH_SERVICES) bash -c 'go test $(GO_TEST_FLAGS) ./... && cd functions/e2e/deployed && go test $(GO_TEST_FLAGS) ./...'
+
+# The OpenTelemetry add-on (otelidem/, its own module, so that users who do not trace download none of
+# OpenTelemetry; go 1.26.0, as go.opentelemetry.io/otel v1.47.0 requires), against DynamoDB Local.
+.PHONY: test-otel
+test-otel: deps-test
+	cd otelidem && go vet ./... && ../scripts/with-dynamodb.sh go test $(GO_TEST_FLAGS) ./...
 
 # An in-memory DynamoDB Local in the foreground until Ctrl-C, for trying things by hand (docs/trying-it.md): it
 # prints the export line to paste into another shell. AWS_DEFAULT_REGION too: AWS CLI v1 does not read AWS_REGION.

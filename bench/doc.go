@@ -92,11 +92,9 @@
 //     processor with its idempotency on the same SQS and Kinesis batches
 //     through the same proxy (powertools/batch.mjs). The calls per record
 //     (at most 2 new, 1 replay, with each batch's handler runs and partial
-//     batch response checked) make the command fail when missed; the time
-//     targets (an ordered batch of 100 within 100 ms, ≥ 1,000 records/s,
-//     no slower than Powertools) are reported but not gated yet: today's
-//     engine misses them by design, and the engine change of issue 36 turns
-//     them on (batchTimesGated). Alone: -only 12.
+//     batch response checked) and the time targets (an ordered batch of
+//     100 within 100 ms, ≥ 1,000 records/s, no slower than Powertools:
+//     batchTimesGated) make the command fail when missed. Alone: -only 12.
 //
 // Usage:
 //

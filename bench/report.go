@@ -347,11 +347,11 @@ func (r *report) markdown() string {
 	for _, t := range r.targets() {
 		p("| %s | %s | %s | %s | %s |\n", t.section, t.what, t.want, t.got, verdict(t.met))
 	}
-	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request, §11's PostgreSQL round trips, §12's store calls per batch record) " +
+	p("\n`make bench` fails when a calls-per-invocation target (§1, §7's Redis calls, §9's and §10's calls per request, §11's PostgreSQL round trips, §12's store calls per batch record and its batch times) " +
 		"or a ceiling on client instructions per invocation (§2, §9, §10: counted by valgrind's callgrind, they resolve a ratio to about a " +
 		"hundredth, where CPU seconds on this machine drift by several) is missed, or not measured; the other targets are reported here. " +
 		"Every target is a count or a ratio measured in this one run: absolute times differ from machine to machine, so the " +
-		"sections report them without a target, but for §12's batch times, bounded at a round trip set to 5 ms and not gated yet.\n\n")
+		"sections report them without a target, but for §12's batch times, bounded at a round trip set to 5 ms.\n\n")
 	p("Spreads are benchstat's: `median ± x%%`, where x is the larger distance from the median to the ends of a " +
 		"distribution-free 95%% confidence interval of the median (its order statistics), for figures measured 6 times " +
 		"or more; with fewer runs it is the distance to the ends of the range instead. " +

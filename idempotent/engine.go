@@ -86,6 +86,13 @@ type job struct {
 	// followed says the call waited on another's flight before it led: its
 	// start is no longer a fresh reading of the clock.
 	followed bool
+	// pre, when set, is the claim a Batch made for this call in its wave:
+	// claimAndRun's first round uses it instead of claiming afresh.
+	pre *waveClaim
+	// batch, when set, completes the record after the work succeeded
+	// (Batch.Do): the next call's work need not wait for it.
+	batch  *Batch
+	queued bool // batch took the completion over
 }
 
 // result is the answer of do: the encoded response (the work's, or the
@@ -191,6 +198,9 @@ func (f funcs) accept(response []byte) error {
 // making it a runner costs no allocation of its own.
 func (e *Engine) do(ctx context.Context, call *Call, r runner, fn funcs) (result, error) {
 	start := e.cfg.now()
+	if e.tracing() {
+		ctx = e.startCall(ctx, call)
+	}
 	ctx = withLogAttrs(ctx, call.Attrs)
 	if r == nil && (e.cfg.disabled || call.Key == "") {
 		r = fn
@@ -242,6 +252,9 @@ func (e *Engine) reject(ctx context.Context, call *Call, err error) error {
 	ev := Event{Outcome: OutcomeRejected, Err: err}
 	if call.Key != "" && checkKey(call.Key) == nil {
 		ev.RecordID = recordID(e.cfg.prefix, call.Scope, call.Key)
+	}
+	if e.tracing() {
+		ctx = e.startCall(ctx, call)
 	}
 	return e.finish(withLogAttrs(ctx, call.Attrs), e.cfg.now(), ev)
 }
@@ -301,8 +314,26 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (result, error) {
 			}
 			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeStoreError, RecordID: id, Err: fmt.Errorf("%w: no time left to run: %w", ErrStore, err)})
 		}
-		rec := e.newRecord(id, fp, now, budget)
-		res, err := e.store.Claim(ctx, rec, now)
+		var rec storage.Record
+		var res storage.ClaimResult
+		var err error
+		if pre := j.pre; pre != nil {
+			// The wave's claim, and the time its lease was computed from.
+			j.pre = nil // a poll after it claims afresh
+			rec, claimStart, budget = pre.rec, pre.at, pre.budget
+			res, err = pre.res, pre.err
+			if pre.again {
+				// Its answer was lost: claim it again, as its owner,
+				// so a claim that landed counts.
+				res, err = e.store.Claim(ctx, rec, now)
+			}
+		} else {
+			rec = e.newRecord(id, fp, now, budget)
+			res, err = e.store.Claim(ctx, rec, now)
+		}
+		if e.tracing() {
+			e.progress(ctx, Progress{Stage: StageClaim, Claimed: res.Claimed, TookOver: res.TookOver, Resumed: res.Resumed, Steps: len(res.Steps), Err: err})
+		}
 		if err != nil {
 			if errors.Is(err, ErrCorruptRecord) {
 				return result{}, e.finish(ctx, start, Event{Outcome: OutcomeRejected, RecordID: id, Err: err})
@@ -337,6 +368,9 @@ func (e *Engine) claimAndRun(ctx context.Context, j *job) (result, error) {
 			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: ErrInProgress})
 		}
 		step := min(poll, left)
+		if e.tracing() {
+			e.progress(ctx, Progress{Stage: StageWait, Wait: step})
+		}
 		if err := e.cfg.sleep(ctx, step); err != nil {
 			return result{}, e.finish(ctx, start, Event{Outcome: OutcomeInProgress, RecordID: id, Err: fmt.Errorf("%w: %w", ErrInProgress, err)})
 		}
@@ -466,6 +500,9 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	data, p, err := call(wctx, j.r)
 	settled = true
 	cancel()
+	if e.tracing() {
+		e.progress(ctx, runProgress(p, err))
+	}
 	tx := txr.end()
 	// A run that succeeded without taking a step its record held took a
 	// different path, or the step was renamed or removed by a deployment
@@ -502,6 +539,9 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	done := rec
 	done.Status = storage.StatusCompleted
 	done.LeaseExpiresAt = time.Time{}
+	if e.tracing() {
+		done.Trace = e.recordTrace(ctx)
+	}
 	ev.Outcome = OutcomeExecuted
 	if encErr {
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, err
@@ -515,17 +555,36 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		finishStart = time.Now()
 	}
 
+	if j.batch != nil && tx == nil {
+		// In a batch, the completion goes out while the next call's work
+		// runs; the Batch reports its outcome once it lands. The caller's
+		// answer does not depend on it (see below).
+		j.batch.complete(ctx, j, done, ev, data, finishStart)
+		if encErr {
+			return res, err
+		}
+		return res, nil
+	}
 	cerr := e.completeRecord(ctx, done, finishStart, tx)
+	return e.completed(ctx, j, done, &ictx.steps, tx, ev, data, cerr, res, err, encErr)
+}
+
+// completed settles a run whose completion returned cerr: it stores the
+// record without a response when it is too large, decides an unknown commit,
+// caches and shares what was stored, reports the outcome, and returns the
+// run's answer (res and err, the work's).
+func (e *Engine) completed(ctx context.Context, j *job, done storage.Record, steps *stepLog, tx storage.Tx, ev Event, data []byte, cerr error, res result, err error, encErr bool) (result, error) {
+	rec := done // the claim's id and lease: all that settle and uncommitted read
 	if errors.Is(cerr, storage.ErrTooLarge) {
 		// Never release here: that would let a retry repeat the side effect.
 		done.Data, ev.Outcome, ev.Err = envelope.NotStored, OutcomeNotStored, cerr
 		cerr = e.completeRecord(ctx, done, time.Now(), tx)
 	}
 	if tx != nil && cerr != nil && isUnknownCommit(cerr) {
-		cerr = e.settle(ctx, rec, &ictx.steps, tx, cerr)
+		cerr = e.settle(ctx, rec, steps, tx, cerr)
 	}
 	if tx != nil && cerr != nil {
-		return e.uncommitted(ctx, j, rec, &ictx.steps, tx, ev, cerr)
+		return e.uncommitted(ctx, j, rec, steps, tx, ev, cerr)
 	}
 	switch {
 	case cerr != nil:
@@ -537,7 +596,7 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 		// Waiters in this process share the stored response.
 		j.f.share(&result{response: data, replay: Replay{RecordID: done.ID, ExpiresAt: done.ExpiresAt}}, done.Fingerprint) // copied: no allocation
 	}
-	e.finish(ctx, start, ev)
+	e.finish(ctx, j.start, ev)
 	if encErr {
 		return res, err
 	}
@@ -634,6 +693,9 @@ func (e *Engine) completeRecord(ctx context.Context, rec storage.Record, start t
 		err = tx.Commit(fctx, rec)
 	} else {
 		err = e.store.Complete(fctx, rec)
+	}
+	if e.tracing() {
+		e.progress(ctx, Progress{Stage: StageCommit, Err: err})
 	}
 	if err != nil {
 		if !isUnknownCommit(err) {
@@ -735,7 +797,11 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 	defer cancel()
 	// A millisecond back, so that a retry at once is not refused as in
 	// progress by a lease that ends in the same millisecond.
-	if err := e.steps.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond)); err != nil {
+	err := e.steps.Suspend(fctx, rec.ID, rec.Lease, e.cfg.now().Add(-time.Millisecond))
+	if e.tracing() {
+		e.progress(ctx, Progress{Stage: StageGiveBack, Err: err})
+	}
+	if err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) {
 			return err
 		}
@@ -747,7 +813,11 @@ func (e *Engine) giveBack(ctx context.Context, rec storage.Record, steps *stepLo
 func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
 	fctx, cancel := finishContextAt(ctx, time.Now())
 	defer cancel()
-	if err := e.store.Release(fctx, rec.ID, rec.Lease); err != nil {
+	err := e.store.Release(fctx, rec.ID, rec.Lease)
+	if e.tracing() {
+		e.progress(ctx, Progress{Stage: StageGiveBack, Err: err})
+	}
+	if err != nil {
 		if errors.Is(err, storage.ErrLeaseLost) {
 			return err
 		}
@@ -759,7 +829,7 @@ func (e *Engine) releaseRecord(ctx context.Context, rec storage.Record) error {
 // replayRecord answers a duplicate from a completed record.
 func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, fromCache bool) (result, error) {
 	start := j.start
-	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache}
+	ev := Event{Outcome: OutcomeReplayed, RecordID: rec.ID, FromCache: fromCache, Trace: rec.Trace}
 	if j.fp != "" && j.fp != rec.Fingerprint {
 		ev.Outcome, ev.Err = OutcomePayloadMismatch, ErrPayloadMismatch
 		return result{}, e.finish(ctx, start, ev)
@@ -793,12 +863,15 @@ func (e *Engine) replayRecord(ctx context.Context, j *job, rec *storage.Record, 
 func (e *Engine) finish(ctx context.Context, start time.Time, ev Event) error {
 	level, log := outcomeLevel(ev), e.logger()
 	logs := log.Enabled(ctx, level)
-	if len(e.cfg.hooks) == 0 && !logs {
+	if len(e.cfg.hooks) == 0 && !logs && !e.tracing() {
 		return ev.Err // no one to tell: not even a clock read
 	}
 	ev.Duration = e.cfg.now().Sub(start)
 	for _, hook := range e.cfg.hooks {
 		hook(ctx, ev)
+	}
+	if e.tracing() {
+		e.endCall(ctx, ev)
 	}
 	if logs {
 		attrs := make([]slog.Attr, 0, 7)

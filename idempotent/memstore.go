@@ -23,15 +23,16 @@ type memoryStore struct {
 }
 
 var (
-	_ storage.StepStore      = (*memoryStore)(nil)
-	_ storage.AdminStore     = (*memoryStore)(nil)
-	_ storage.ClaimManyStore = (*memoryStore)(nil)
+	_ storage.StepStore       = (*memoryStore)(nil)
+	_ storage.AdminStore      = (*memoryStore)(nil)
+	_ storage.ClaimManyStore  = (*memoryStore)(nil)
+	_ storage.FinishManyStore = (*memoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty store held in process memory, with the
 // same semantics as the DynamoDB store (steps included: it is a
-// storage.StepStore, a storage.ClaimManyStore, and a storage.AdminStore for
-// tools' tests), for unit tests, demos and single-process use. It refuses
+// storage.StepStore, a storage.ClaimManyStore, a storage.FinishManyStore,
+// and a storage.AdminStore for tools' tests), for unit tests, demos and single-process use. It refuses
 // records past storage.DefaultMaxItemBytes, as DynamoDB does. Records are
 // lost when the process ends. It is safe for concurrent use.
 func NewMemoryStore() storage.StepStore { return &memoryStore{} }
@@ -53,6 +54,7 @@ func (s *memoryStore) Claim(ctx context.Context, rec storage.Record, now time.Ti
 	}
 	rec.Data = append([]byte(nil), rec.Data...)
 	rec.Steps, rec.Suspended = nil, false // never the caller's: none, or the old record's below
+	rec.Trace = ""                        // a claimed record holds none (storage.Record.Trace)
 	var kept []storage.Step
 	if exists && old.Resumable(&rec, now) {
 		rec.Steps, kept = old.Steps, cloneSteps(old.Steps)
@@ -83,6 +85,47 @@ func (s *memoryStore) ClaimMany(ctx context.Context, recs []storage.Record, now 
 	return out, nil
 }
 
+// CompleteMany implements storage.FinishManyStore: each record's Complete
+// in turn.
+func (s *memoryStore) CompleteMany(ctx context.Context, recs []storage.Record) ([]error, error) {
+	if err := checkMany(ctx, "complete many", recs); err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	errs := make([]error, len(recs))
+	for i := range recs {
+		errs[i] = s.Complete(ctx, recs[i])
+	}
+	return errs, nil
+}
+
+// ReleaseMany implements storage.FinishManyStore: each record's Release in
+// turn.
+func (s *memoryStore) ReleaseMany(ctx context.Context, recs []storage.Record) ([]error, error) {
+	if err := checkMany(ctx, "release many", recs); err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	errs := make([]error, len(recs))
+	for i := range recs {
+		errs[i] = s.Release(ctx, recs[i].ID, recs[i].Lease)
+	}
+	return errs, nil
+}
+
+// checkMany is what a many call checks before it decides anything: no
+// records is no call, an ended ctx and duplicate IDs fail it whole.
+func checkMany(ctx context.Context, op string, recs []storage.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := storage.DistinctIDs(recs); err != nil {
+		return fmt.Errorf("memory store: %s: %w", op, err)
+	}
+	return nil
+}
+
 // Complete implements storage.Store.
 func (s *memoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	if err := ctx.Err(); err != nil {
@@ -100,6 +143,7 @@ func (s *memoryStore) Complete(ctx context.Context, rec storage.Record) error {
 	}
 	old.Status = rec.Status
 	old.Data = data
+	old.Trace = rec.Trace
 	old.ExpiresAt = time.Unix(rec.ExpiresAt.Unix(), 0) // as normalizeTimes
 	old.LeaseExpiresAt = time.Time{}
 	old.Steps, old.Suspended = nil, false
@@ -186,6 +230,7 @@ func recordSize(r *storage.Record) int {
 		len("expiration") + numberBytes +
 		len("lease") + len(r.Lease) +
 		len("validation") + len(r.Fingerprint) +
+		len("trace") + len(r.Trace) +
 		len("data") + len(r.Data) +
 		len("version") + numberBytes +
 		stepsSize(r.Steps)

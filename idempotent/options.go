@@ -78,6 +78,7 @@ type config struct {
 	codec         codec
 	logger        *slog.Logger
 	hooks         []func(context.Context, Event)
+	callHooks     []CallHook // WithCallHook (trace.go)
 	now           func() time.Time
 	clockSet      bool // WithClock was given: now is not the real clock
 	sleep         func(context.Context, time.Duration) error

@@ -88,6 +88,12 @@ type Event struct {
 	Duration time.Duration
 	// Err is the error behind a failing outcome, if any.
 	Err error
+	// Trace, when the call found a completed record (a replay, and the
+	// refusals that read one: a payload mismatch, a response not stored),
+	// is the trace context that record keeps of the call that completed
+	// it (storage.Record.Trace, see WithCallHook); empty when it keeps
+	// none, and for a replay shared from another call in this process.
+	Trace string
 }
 
 // Invocation describes the wrapped invocation a handler is running in.

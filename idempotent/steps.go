@@ -77,6 +77,9 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 		return zero, err
 	}
 	if found {
+		if log.e.tracing() {
+			log.e.progress(ctx, Progress{Stage: StageStep, Step: name, Replayed: true})
+		}
 		var v T
 		if err := json.Unmarshal(recorded, &v); err != nil {
 			return zero, fmt.Errorf("%w: step %q: decode its recorded result: %w", ErrCorruptRecord, name, err)
@@ -156,7 +159,11 @@ func (l *stepLog) end() (untaken []string) {
 func (l *stepLog) record(ctx context.Context, step storage.Step) error {
 	fctx, cancel := finishContext(ctx)
 	defer cancel()
-	if err := l.e.steps.AppendStep(fctx, l.id, l.lease, step); err != nil {
+	err := l.e.steps.AppendStep(fctx, l.id, l.lease, step)
+	if l.e.tracing() {
+		l.e.progress(ctx, Progress{Stage: StageStep, Step: step.Name, Err: err})
+	}
+	if err != nil {
 		return fmt.Errorf("%w: step %q: %w", ErrStepNotRecorded, step.Name, err)
 	}
 	l.mu.Lock()

@@ -34,6 +34,7 @@
 //     it: the claim alone replaces it.
 //   - Complete: one UpdateItem
 //     SET #status = :completed, #data = :data, #expiration = :exp
+//     (and #trace = :trace when the call was traced, else REMOVE #trace)
 //     REMOVE #in_progress_expiration, #steps, #suspended, conditioned on
 //     #lease = :lease alone, so a retried completion succeeds again. An item
 //     larger than Options.MaxItemBytes is refused before the call.
@@ -51,6 +52,9 @@
 //     record, concurrently, at most Options.ClaimManyConcurrency in flight
 //     (DynamoDB has no conditional batch write): N records cost N calls, in
 //     about N / ClaimManyConcurrency round trips of time.
+//   - CompleteMany and ReleaseMany (storage.FinishManyStore, a batch's
+//     completions and releases): one Complete or Release per record, under
+//     the same bound.
 //   - Commit of a handler's transaction (see below): one TransactWriteItems
 //     holding the completion (Complete's update, conditioned on
 //     #lease = :lease AND #status = :inprogress) and the handler's items; a
@@ -116,6 +120,9 @@
 //	                           its work failed (Store.Suspend); removed by the
 //	                           next claim (a resume) and by completion, absent
 //	                           otherwise
+//	trace                   S  the W3C traceparent of the call that completed the
+//	                           record, when it was traced (storage.Record.Trace);
+//	                           absent otherwise
 //
 // With Options.SortKeyAttr set (a table shared with other data, or a table
 // whose key schema is fixed), the partition key holds the constant

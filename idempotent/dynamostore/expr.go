@@ -50,11 +50,13 @@ const (
 // Completion is fenced by the lease only (not the status), so a retried
 // completion succeeds again. A completed record keeps no steps and is not
 // suspended: its response is what a retry gets. Without a response, the
-// update removes #data.
+// update removes #data; without a trace context, #trace.
 const (
-	leaseCondition       = "#lease = :lease"
-	completeUpdate       = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration, #steps, #suspended"
-	completeUpdateNoData = "SET #status = :status, #expiration = :expiration REMOVE #data, #in_progress_expiration, #steps, #suspended"
+	leaseCondition            = "#lease = :lease"
+	completeUpdate            = "SET #status = :status, #data = :data, #expiration = :expiration REMOVE #in_progress_expiration, #steps, #suspended, #trace"
+	completeUpdateNoData      = "SET #status = :status, #expiration = :expiration REMOVE #data, #in_progress_expiration, #steps, #suspended, #trace"
+	completeUpdateTrace       = "SET #status = :status, #data = :data, #expiration = :expiration, #trace = :trace REMOVE #in_progress_expiration, #steps, #suspended"
+	completeUpdateNoDataTrace = "SET #status = :status, #expiration = :expiration, #trace = :trace REMOVE #data, #in_progress_expiration, #steps, #suspended"
 )
 
 // A step is appended, and a record suspended, by its owner while it is in
@@ -95,6 +97,7 @@ func newExprNames(o *Options) exprNames {
 		"#version":                o.VersionAttr,
 		"#steps":                  o.StepsAttr,
 		"#suspended":              o.SuspendedAttr,
+		"#trace":                  o.TraceAttr,
 	}
 	pick := func(names ...string) map[string]string {
 		m := make(map[string]string, len(names))
@@ -109,8 +112,8 @@ func newExprNames(o *Options) exprNames {
 		claimBound: pick(append(claim, "#validation")...),
 		replace:    pick("#lease", "#status", "#expiration", "#in_progress_expiration"),
 		resume:     pick("#lease", "#status", "#expiration", "#in_progress_expiration", "#steps"),
-		// completeUpdate and completeUpdateNoData use the same names.
-		complete:   pick("#status", "#data", "#expiration", "#in_progress_expiration", "#steps", "#suspended", "#lease"),
+		// The four completeUpdate expressions use the same names.
+		complete:   pick("#status", "#data", "#expiration", "#in_progress_expiration", "#steps", "#suspended", "#trace", "#lease"),
 		appendStep: pick("#steps", "#lease", "#status"),
 		suspend:    pick("#in_progress_expiration", "#suspended", "#lease", "#status"),
 		release:    pick("#id", "#lease", "#status"),

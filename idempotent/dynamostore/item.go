@@ -58,6 +58,7 @@ func (s *Store) claimItem(rec *storage.Record) map[string]types.AttributeValue {
 	if len(rec.Data) > 0 {
 		item[o.DataAttr] = &types.AttributeValueMemberB{Value: rec.Data}
 	}
+	// Trace is left out: a claimed record holds none (storage.Record.Trace).
 	item[o.VersionAttr] = attrN(int64(rec.Version))
 	return item
 }
@@ -80,6 +81,9 @@ func (s *Store) completedSize(rec *storage.Record) int {
 	}
 	if len(rec.Data) > 0 {
 		n += len(o.DataAttr) + len(rec.Data)
+	}
+	if rec.Trace != "" {
+		n += len(o.TraceAttr) + len(rec.Trace)
 	}
 	n += len(o.VersionAttr) + intSize(int64(rec.Version))
 	return n
@@ -141,6 +145,7 @@ func (s *Store) readHead(d *decoder) storage.Record {
 	rec.Lease, _ = d.str(o.LeaseAttr, true)
 	rec.Fingerprint, _ = d.str(o.ValidationAttr, false)
 	rec.Data = d.bin(o.DataAttr)
+	rec.Trace, _ = d.str(o.TraceAttr, false)
 	if v, ok := d.num(o.VersionAttr, false, strconv.IntSize); ok {
 		rec.Version = int(v)
 	}

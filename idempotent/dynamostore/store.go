@@ -386,8 +386,15 @@ func (s *Store) completion(rec *storage.Record) (string, map[string]types.Attrib
 		":expiration": attrN(rec.ExpiresAt.Unix()),
 		":lease":      attrS(rec.Lease),
 	}
+	traced := rec.Trace != ""
+	if traced {
+		values[":trace"] = attrS(rec.Trace)
+		update = completeUpdateTrace
+	}
 	if len(rec.Data) > 0 {
 		values[":data"] = &types.AttributeValueMemberB{Value: rec.Data}
+	} else if traced {
+		update = completeUpdateNoDataTrace
 	} else {
 		update = completeUpdateNoData
 	}

@@ -105,8 +105,9 @@ func TestNewDefaults(t *testing.T) {
 		VersionAttr:              "version",
 		StepsAttr:                "steps",
 		SuspendedAttr:            "suspended",
+		TraceAttr:                "trace",
 		MaxItemBytes:             409600,
-		ClaimManyConcurrency:     16,
+		ClaimManyConcurrency:     dynamostore.DefaultClaimManyConcurrency,
 	}, got)
 
 	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "payments")
@@ -593,23 +594,34 @@ func TestCompleteRequest(t *testing.T) {
 		name       string
 		opts       []func(*dynamostore.Options)
 		data       []byte
+		trace      string
 		wantKey    map[string]string
 		wantUpdate string
 	}{
 		{
 			name: "default layout", data: []byte("p{}"),
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended",
+			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended, trace",
 		},
 		{
 			name: "composite key", data: []byte("p{}"), opts: []func(*dynamostore.Options){composed},
 			wantKey:    map[string]string{"pk": "S(idempotency#orders)", "sk": "S(" + testID + ")"},
-			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended",
+			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200) REMOVE in_progress_expiration, steps, suspended, trace",
 		},
 		{
 			name:       "no data",
 			wantKey:    map[string]string{"id": "S(" + testID + ")"},
-			wantUpdate: "SET status = S(COMPLETED), expiration = N(1700007200) REMOVE data, in_progress_expiration, steps, suspended",
+			wantUpdate: "SET status = S(COMPLETED), expiration = N(1700007200) REMOVE data, in_progress_expiration, steps, suspended, trace",
+		},
+		{
+			name: "traced", data: []byte("p{}"), trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+			wantKey:    map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "SET status = S(COMPLETED), data = B(p{}), expiration = N(1700007200), trace = S(00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01) REMOVE in_progress_expiration, steps, suspended",
+		},
+		{
+			name: "traced, no data", trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+			wantKey:    map[string]string{"id": "S(" + testID + ")"},
+			wantUpdate: "SET status = S(COMPLETED), expiration = N(1700007200), trace = S(00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01) REMOVE data, in_progress_expiration, steps, suspended",
 		},
 	}
 	for _, tt := range tests {
@@ -620,7 +632,9 @@ func TestCompleteRequest(t *testing.T) {
 				got = in
 				return &dynamodb.UpdateItemOutput{}, nil
 			}}
-			require.NoError(t, dynamostore.New(fc, testTable, tt.opts...).Complete(t.Context(), completedRecord(tt.data)))
+			rec := completedRecord(tt.data)
+			rec.Trace = tt.trace
+			require.NoError(t, dynamostore.New(fc, testTable, tt.opts...).Complete(t.Context(), rec))
 			require.NotNil(t, got)
 			assert.Equal(t, testTable, *got.TableName)
 			assert.Equal(t, tt.wantKey, showItem(got.Key))

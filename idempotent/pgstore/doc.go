@@ -11,8 +11,9 @@
 //
 // A Store is safe for concurrent use. It is a storage.StepStore (steps,
 // suspension), a storage.TxStore (the handler's writes in the record's
-// transaction, through Tx) and a storage.ClaimManyStore (a batch's claims
-// in one statement).
+// transaction, through Tx), a storage.ClaimManyStore (a batch's claims in
+// one statement) and a storage.FinishManyStore (its completions, and its
+// releases, in one statement each).
 //
 // # The table
 //
@@ -30,6 +31,7 @@
 //	step_names       text[] NOT NULL DEFAULT '{}'  the finished steps, in order
 //	step_data        bytea[] NOT NULL DEFAULT '{}' their results
 //	suspended        boolean NOT NULL DEFAULT false
+//	trace            text                          the completing call's trace context; NULL for none
 //
 // and an index on expires_at, for the sweep.
 //

@@ -20,8 +20,12 @@ CREATE TABLE IF NOT EXISTS idempotency_records (
     version          integer     NOT NULL,              -- the record format version (storage.RecordVersion)
     step_names       text[]      NOT NULL DEFAULT '{}', -- the finished steps of an INPROGRESS record, in order
     step_data        bytea[]     NOT NULL DEFAULT '{}', -- their encoded results, one per name
-    suspended        boolean     NOT NULL DEFAULT false -- its owner gave it up after a failure, keeping its steps
+    suspended        boolean     NOT NULL DEFAULT false, -- its owner gave it up after a failure, keeping its steps
+    trace            text                                -- the trace context of the call that completed it; NULL for none
 );
+
+-- trace came later: a table created before it gets the column here (nullable, so at once, rewriting nothing).
+ALTER TABLE idempotency_records ADD COLUMN IF NOT EXISTS trace text;
 
 -- Expired rows are deleted by Store.DeleteExpired (or `idemkit sweep`), oldest first, through this index.
 CREATE INDEX IF NOT EXISTS idempotency_records_expires_at ON idempotency_records (expires_at);

@@ -39,7 +39,7 @@ import (
 const defaultExecMode = pgx.QueryExecModeExec
 
 // columns are the record's columns, in the order decodeRow reads them.
-const columns = "status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended"
+const columns = "status, expires_at, lease_expires_at, lease, fingerprint, data, version, step_names, step_data, suspended, trace"
 
 // recordVersion is storage.RecordVersion as an SQL literal: the only format
 // a claim takes over.
@@ -101,7 +101,7 @@ func claimSQL(table string) string {
 		lease = excluded.lease, fingerprint = excluded.fingerprint, data = excluded.data, version = excluded.version,
 		step_names = CASE WHEN ` + resumable + ` THEN r.step_names ELSE '{}' END,
 		step_data = CASE WHEN ` + resumable + ` THEN r.step_data ELSE '{}' END,
-		suspended = false
+		suspended = false, trace = NULL
 	WHERE ` + replaceable + `
 	RETURNING r.step_names, r.step_data, r.xmax::text <> '0' AS updated
 )
@@ -151,7 +151,7 @@ func claimManySQL(table string) string {
 		lease = i.lease, fingerprint = i.fingerprint, data = i.data, version = i.version,
 		step_names = CASE WHEN ` + resumableOn("i.fingerprint") + ` THEN r.step_names ELSE '{}' END,
 		step_data = CASE WHEN ` + resumableOn("i.fingerprint") + ` THEN r.step_data ELSE '{}' END,
-		suspended = false
+		suspended = false, trace = NULL
 	FROM input AS i
 	WHERE r.id = i.id AND r.lease <> i.lease AND (` + replaceableOn("i.fingerprint") + `)
 		AND EXISTS (SELECT FROM old WHERE old.n = i.n)
@@ -184,11 +184,11 @@ FROM (VALUES (1)) AS one (x) LEFT JOIN (SELECT status, lease FROM ` + table + ` 
 // completeSQL is Store.Complete's statement (and Tx.Commit's, in the
 // handler's transaction): fenced by the lease alone, so a retried
 // completion succeeds again. $1 id, $2 lease, $3 status, $4 data (NULL for
-// none), $5 expires_at.
+// none), $5 expires_at, $6 trace (NULL for none).
 func completeSQL(table string) string {
 	return `WITH done AS (
 	UPDATE ` + table + ` SET status = $3, data = $4, expires_at = $5, lease_expires_at = NULL,
-		step_names = '{}', step_data = '{}', suspended = false
+		step_names = '{}', step_data = '{}', suspended = false, trace = $6
 	WHERE id = $1 AND lease = $2 RETURNING 1
 )
 ` + fencedResult(table)
@@ -217,7 +217,7 @@ const fixedBytes = 8 + 8 + 4 + 1
 // sizeExpr is a row's size as recordSize counts it, in SQL (21 is
 // fixedBytes; TestSizeExprMatchesRecordSize holds them together).
 const sizeExpr = `octet_length(id) + octet_length(status) + octet_length(lease) + octet_length(fingerprint) + ` +
-	`coalesce(octet_length(data), 0) + (SELECT coalesce(sum(octet_length(n)), 0) FROM unnest(step_names) AS n) + ` +
+	`coalesce(octet_length(data), 0) + coalesce(octet_length(trace), 0) + (SELECT coalesce(sum(octet_length(n)), 0) FROM unnest(step_names) AS n) + ` +
 	`(SELECT coalesce(sum(octet_length(d)), 0) FROM unnest(step_data) AS d) + ` + "21"
 
 // appendStepSQL is Store.AppendStep's statement: the step is appended if
@@ -261,6 +261,7 @@ func quoteIdent(s string) string {
 // statements holds a Store's statements, built once in New.
 type statements struct {
 	claim, claimMany, complete, release, suspend, appendStep, deleteExpired string
+	completeMany, releaseMany                                               string
 	get, deleteAsRead, scan                                                 string
 }
 
@@ -268,6 +269,8 @@ func newStatements(table string) statements {
 	return statements{
 		claim:         claimSQL(table),
 		claimMany:     claimManySQL(table),
+		completeMany:  completeManySQL(table),
+		releaseMany:   releaseManySQL(table),
 		complete:      completeSQL(table),
 		release:       releaseSQL(table),
 		suspend:       suspendSQL(table),

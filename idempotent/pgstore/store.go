@@ -26,9 +26,9 @@ var (
 var ErrInvalidText = errors.New("pgstore: PostgreSQL text cannot hold invalid UTF-8 or a NUL byte")
 
 // Store is a storage.Store kept in a PostgreSQL table (schema.sql), through
-// pgx. It is also a storage.StepStore, a storage.TxStore and a
-// storage.ClaimManyStore. Create it with New. A Store is safe for
-// concurrent use.
+// pgx. It is also a storage.StepStore, a storage.TxStore, a
+// storage.ClaimManyStore and a storage.FinishManyStore. Create it with New.
+// A Store is safe for concurrent use.
 type Store struct {
 	db    DB
 	opts  Options
@@ -199,7 +199,7 @@ func (s *Store) complete(ctx context.Context, q querier, rec *storage.Record, op
 		ourRow  *bool
 		expires = seconds(rec.ExpiresAt)
 	)
-	err := q.QueryRow(ctx, s.sql.complete, s.opts.QueryExecMode, rec.ID, rec.Lease, string(rec.Status), nullBytes(rec.Data), expires).
+	err := q.QueryRow(ctx, s.sql.complete, s.opts.QueryExecMode, rec.ID, rec.Lease, string(rec.Status), nullBytes(rec.Data), expires, nullText(rec.Trace)).
 		Scan(&done, &status, &ourRow)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
@@ -284,6 +284,7 @@ type row struct {
 	stepNames   []string
 	stepData    [][]byte
 	suspended   bool
+	trace       *string // NULL: none
 	// nullable copies, for statements that may return no row (a LEFT JOIN)
 	nStatus, nLease, nFingerprint *string
 	nExpiresAt                    *time.Time
@@ -293,7 +294,7 @@ type row struct {
 
 // dest returns the scan destinations of columns, nullable (see fill).
 func (r *row) dest() []any {
-	return []any{&r.nStatus, &r.nExpiresAt, &r.leaseEnd, &r.nLease, &r.nFingerprint, &r.data, &r.nVersion, &r.stepNames, &r.stepData, &r.nSuspended}
+	return []any{&r.nStatus, &r.nExpiresAt, &r.leaseEnd, &r.nLease, &r.nFingerprint, &r.data, &r.nVersion, &r.stepNames, &r.stepData, &r.nSuspended, &r.trace}
 }
 
 // fill copies the nullable columns dest scanned into row's fields (zero
@@ -330,6 +331,9 @@ func (r *row) record(id string) (storage.Record, error) {
 		Version:     int(r.version),
 		Suspended:   r.suspended,
 	}
+	if r.trace != nil {
+		rec.Trace = *r.trace
+	}
 	if r.leaseEnd != nil {
 		rec.LeaseExpiresAt = *r.leaseEnd
 	}
@@ -359,7 +363,15 @@ func toSteps(names []string, data [][]byte) []storage.Step {
 // recordSize is a completed record's size as Options.MaxItemBytes counts it
 // (a completion drops the steps).
 func recordSize(rec *storage.Record) int {
-	return len(rec.ID) + len(rec.Status) + len(rec.Lease) + len(rec.Fingerprint) + len(rec.Data) + fixedBytes
+	return len(rec.ID) + len(rec.Status) + len(rec.Lease) + len(rec.Fingerprint) + len(rec.Data) + len(rec.Trace) + fixedBytes
+}
+
+// nullText is s, or nil (NULL) for "".
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // seconds truncates t to whole seconds, as expires_at is stored and compared.

@@ -27,7 +27,8 @@
 // Lambda function's init, takes that out of the first invocation.
 // ClaimMany (storage.ClaimManyStore, a batch's claims) sends the claim
 // script once per record in one pipeline: one round trip for the batch, one
-// per primary (in parallel) on a cluster.
+// per primary (in parallel) on a cluster. CompleteMany and ReleaseMany
+// (storage.FinishManyStore) send the complete and release scripts so.
 //
 // The scripts implement the Store contract as the DynamoDB store's
 // conditions do:

@@ -20,6 +20,7 @@ const (
 	fieldVersion    = "version"                // the record format version, decimal
 	fieldSteps      = "steps"                  // the finished steps, netstrings (see encodeStep); absent when none
 	fieldSuspended  = "suspended"              // "1" when the owner suspended the record; absent otherwise
+	fieldTrace      = "trace"                  // the trace context of the completing call; absent when none
 )
 
 // suspendedValue is the suspended field's one value. A record without the
@@ -66,6 +67,7 @@ func claimFields(args []any, rec *storage.Record) []any {
 	if len(rec.Data) > 0 {
 		args = append(args, fieldData, rec.Data)
 	}
+	// Trace is left out: a claimed record holds none (storage.Record.Trace).
 	return append(args, fieldVersion, itoa(int64(rec.Version)))
 }
 
@@ -83,6 +85,9 @@ func completedSize(key string, rec *storage.Record) int {
 	}
 	if len(rec.Data) > 0 {
 		n += len(fieldData) + len(rec.Data)
+	}
+	if rec.Trace != "" {
+		n += len(fieldTrace) + len(rec.Trace)
 	}
 	n += len(fieldVersion) + len(itoa(int64(rec.Version)))
 	return n
@@ -124,6 +129,7 @@ func decodeHash(id string, flat []any) (storage.Record, error) {
 	}
 	rec.Lease, _ = d.str(fieldLease, true)
 	rec.Fingerprint, _ = d.str(fieldValidation, false)
+	rec.Trace, _ = d.str(fieldTrace, false)
 	if data, ok := d.str(fieldData, false); ok {
 		rec.Data = []byte(data)
 	}

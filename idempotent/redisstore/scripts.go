@@ -145,7 +145,7 @@ return {'claimed', replaced, steps}
 // nothing resumes it.
 //
 // ARGV: [1] lease, [2] key expiry (epoch ms), [3] status, [4] expiration
-// (epoch s), [5] data ("" for none).
+// (epoch s), [5] data ("" for none), [6] trace context ("" for none).
 //
 // Replies: {'ok'}; {'gone'}; {'lost'} (another lease, or none);
 // {'wrongtype', type}; {'past', server ms}.
@@ -166,6 +166,11 @@ if ARGV[5] == '' then
 else
   redis.call('HSET', key, 'data', ARGV[5])
   redis.call('HDEL', key, 'in_progress_expiration', 'steps', 'suspended')
+end
+if ARGV[6] == '' then
+  redis.call('HDEL', key, 'trace')
+else
+  redis.call('HSET', key, 'trace', ARGV[6])
 end
 redis.call('PEXPIREAT', key, ARGV[2])
 return {'ok'}

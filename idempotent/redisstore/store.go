@@ -175,12 +175,21 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	reply, err := completeScript.Run(ctx, s.client, []string{key},
-		rec.Lease, itoa(keyExpiryMs(rec.ExpiresAt)), string(rec.Status), itoa(rec.ExpiresAt.Unix()), rec.Data,
-	).Slice()
+	reply, err := completeScript.Run(ctx, s.client, []string{key}, completeArgs(&rec)...).Slice()
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
+	return completeReply(&rec, key, reply)
+}
+
+// completeArgs are completeScript's ARGV for the completion rec.
+func completeArgs(rec *storage.Record) []any {
+	return []any{rec.Lease, itoa(keyExpiryMs(rec.ExpiresAt)), string(rec.Status), itoa(rec.ExpiresAt.Unix()), rec.Data, rec.Trace}
+}
+
+// completeReply decodes completeScript's reply to the completion rec under
+// key: Complete's error.
+func completeReply(rec *storage.Record, key string, reply []any) error {
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "ok":
@@ -210,6 +219,12 @@ func (s *Store) Release(ctx context.Context, id, lease string) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
+	return releaseReply(key, reply)
+}
+
+// releaseReply decodes releaseScript's reply to a release under key:
+// Release's error.
+func releaseReply(key string, reply []any) error {
 	tag, rest := splitReply(reply)
 	switch tag {
 	case "ok", "gone":

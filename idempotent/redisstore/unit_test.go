@@ -351,7 +351,7 @@ func TestScriptArguments(t *testing.T) {
 	done.Status, done.LeaseExpiresAt, done.Data = storage.StatusCompleted, time.Time{}, []byte("resp")
 	require.NoError(t, store.Complete(context.Background(), done))
 	assert.Equal(t, []string{"p:fn#id"}, gotKeys)
-	assert.Equal(t, []any{"l1", "1700003601000", "COMPLETED", "1700003600", []byte("resp")}, gotArgs)
+	assert.Equal(t, []any{"l1", "1700003601000", "COMPLETED", "1700003600", []byte("resp"), ""}, gotArgs)
 
 	require.NoError(t, store.Release(context.Background(), "fn#id", "l1"))
 	assert.Equal(t, []string{"p:fn#id"}, gotKeys)

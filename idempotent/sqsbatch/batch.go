@@ -48,8 +48,14 @@ func sqsOrder(msgs []events.SQSMessage) batch.Order {
 			return ""
 		}
 		return "key:" + key
-	}}
+	}, Parallelism: defaultParallelism}
 }
+
+// defaultParallelism is how many messages of a standard queue's batch run at
+// once by default: a standard queue keeps no order, so nothing is gained by
+// running its messages one by one (Powertools' batch processors run them
+// all at once). It is the default batch size of an SQS event source mapping.
+const defaultParallelism = 10
 
 func isFIFO(m *events.SQSMessage) bool {
 	return strings.HasSuffix(m.EventSourceARN, ".fifo") || m.Attributes["MessageGroupId"] != ""

@@ -87,11 +87,17 @@
 // the first succeeded but its record could not be completed (a store error),
 // the next ones find it still in progress under this invocation's own lease
 // and count as done, rather than failing and being taken over, and run again,
-// on redelivery. A batch is processed one message at a time, in batch order except that the
-// messages of a key follow its first one, unless WithParallelism allows more;
-// then messages with different keys (standard queue) or different message
-// groups (FIFO queue) run side by side, and same-key messages still wait for
-// each other.
+// on redelivery. A standard queue keeps no order: by default up to 10 of its
+// messages with different keys run side by side (the handler must be safe
+// for concurrent use; WithParallelism(1) runs them one at a time, in batch
+// order except that the messages of a key follow its first one). A FIFO
+// queue's batch runs one message at a time by default, its message groups
+// side by side with WithParallelism. Same-key messages always wait for each
+// other.
+//
+// The records of a batch are claimed in one wave before any handler runs,
+// and completed while the next handler runs (docs/streams.md, "Batches in
+// waves").
 //
 // # FIFO queues
 //

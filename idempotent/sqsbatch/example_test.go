@@ -54,7 +54,7 @@ func Example() {
 	}
 	out, _ := json.Marshal(resp)
 	fmt.Println(string(out))
-	// Output:
+	// Unordered output:
 	// charging o-1: 1250 cents
 	// charging o-2: 300 cents
 	// {"batchItemFailures":[{"itemIdentifier":"msg-4"}]}

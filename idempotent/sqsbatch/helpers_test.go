@@ -165,8 +165,11 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // newEngine is a test's Engine over store, configured by opts; its logs are
 // discarded unless opts give idempotent.WithLogger.
 func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
-	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(quiet())}, opts...)...)
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(quiet()), idempotent.WithPrefix(testPrefix)}, opts...)...)
 }
+
+// testPrefix is newEngine's record prefix.
+const testPrefix = "sqstest"
 
 // logLines parses the JSON lines written by a slog.JSONHandler.
 func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {

@@ -80,11 +80,14 @@ func WithRecordPayloadValidation(payload func(events.SQSMessage) (any, error)) O
 // was already processed counts as done whatever its body.
 func WithoutPayloadValidation() Option { return batch.WithoutPayloadValidation[events.SQSMessage]() }
 
-// WithParallelism processes up to n lanes of a batch at once (default 1).
-// A lane holds the messages of one key on a standard queue, of one message
-// group on a FIFO queue; its messages run one after another, in batch order,
-// and messages with the same key never run at the same time, in one lane or
-// across lanes. With n > 1 the handler must be safe for concurrent use.
+// WithParallelism processes up to n lanes of a batch at once. A lane holds
+// the messages of one key on a standard queue, of one message group on a
+// FIFO queue; its messages run one after another, in batch order, and
+// messages with the same key never run at the same time, in one lane or
+// across lanes. By default a standard queue's batch runs up to 10 lanes at
+// once (a standard queue keeps no order) and a FIFO queue's one at a time;
+// WithParallelism(1) runs a standard queue's messages one by one. With more
+// than one lane at once the handler must be safe for concurrent use.
 // Values below 1 are raised to 1.
 //
 // (SQS has no WithContinueOnFailure: on a standard queue a failure stops

@@ -55,7 +55,7 @@ type ClaimOutcome struct {
 // claims would decide on each other within one call. Nothing was written. A
 // programmer error: claim each ID once per call and let its duplicates share
 // the first one's outcome (the engine does).
-var ErrDuplicateID = errors.New("idempotent: two records of one id in one ClaimMany call")
+var ErrDuplicateID = errors.New("idempotent: two records of one id in one call")
 
 // DistinctIDs returns an error wrapping ErrDuplicateID, naming the id, when
 // recs holds two records of one ID: the check every ClaimMany makes before

@@ -8,7 +8,8 @@
 //
 // Optional capabilities extend a Store, discovered with a type assertion as
 // database/sql discovers a driver's: [StepStore] (steps), [TxStore] (the
-// handler's own writes), [ClaimManyStore] (a batch's claims in one call) and
+// handler's own writes), [ClaimManyStore] (a batch's claims in one call),
+// [FinishManyStore] (its completions and give-backs in one call) and
 // [AdminStore] (reading, deleting and listing records, for operators'
 // tools).
 //
@@ -20,7 +21,7 @@
 // Every string the engine hands a store is valid UTF-8 without a NUL byte:
 // a [Record]'s ID (the prefix, '#' and hex digits; at most [MaxIDBytes]),
 // Status (one of the constants), Lease and Fingerprint (hex digits, or an
-// empty Fingerprint), and a [Step]'s Name (at most [MaxStepNameBytes]). The
+// empty Fingerprint), Trace (printable ASCII, or empty), and a [Step]'s Name (at most [MaxStepNameBytes]). The
 // engine refuses other text before any store call: a prefix when
 // idempotent.New runs, a step name with idempotent.ErrInvalidStep before the
 // step's function runs. So a store whose text cannot hold a NUL byte or

@@ -57,7 +57,20 @@ type Record struct {
 	// replaces a suspended record resumes it ([ClaimResult.Resumed]); it is
 	// not a takeover of a crashed or overrunning owner.
 	Suspended bool
+	// Trace is the trace context of the call that completed the record,
+	// when that call was traced (idempotent.WithCallHook): a W3C
+	// traceparent by default, opaque to stores, printable ASCII of at most
+	// [MaxTraceBytes]. A replay links to it. It is optional: empty in
+	// records of untraced calls, in records written before the field
+	// existed, and in foreign ones. Complete writes it as given, replacing
+	// the stored one (empty included); a claimed record holds none, whatever
+	// the claim's Trace (it names the call that completes the record).
+	Trace string
 }
+
+// MaxTraceBytes is the longest Record.Trace the engine writes (a W3C
+// traceparent is 55 bytes). Every store must hold one this long.
+const MaxTraceBytes = 256
 
 // Step is one finished step of a record's owner: its name, unique within
 // the record, and its encoded result, opaque to stores.

@@ -28,7 +28,7 @@ type Store interface {
 	// ErrCorruptRecord.
 	Claim(ctx context.Context, rec Record, now time.Time) (ClaimResult, error)
 
-	// Complete overwrites the record's Status, Data and ExpiresAt with rec's,
+	// Complete overwrites the record's Status, Data, ExpiresAt and Trace with rec's,
 	// clears LeaseExpiresAt and Suspended and drops its Steps, on condition
 	// that the stored record carries rec.Lease (status is not checked, so a
 	// retried completion succeeds again).

@@ -8,9 +8,10 @@
 // The suite depends only on the standard library and package storage. The
 // cases of the optional capabilities storage.StepStore (steps and
 // suspension), storage.TxStore (transactional completion),
-// storage.ClaimManyStore (many claims in one call) and storage.AdminStore
-// (operators' reads, deletes and scans) run only on stores that implement
-// them. A TxStore also runs RunTx, the cases with
+// storage.ClaimManyStore (many claims in one call),
+// storage.FinishManyStore (many completions or releases in one call) and
+// storage.AdminStore (operators' reads, deletes and scans) run only on
+// stores that implement them. A TxStore also runs RunTx, the cases with
 // writes of its own kind, which it makes through a TxWrites; an AdminStore
 // runs RunAdmin, with a function that writes a record it cannot read (a
 // ClaimManyStore's claims of one are checked there too):

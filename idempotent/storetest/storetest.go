@@ -30,27 +30,30 @@ type testCase struct {
 type capability int
 
 const (
-	base           capability = iota // the Store contract alone
-	stepStore                        // storage.StepStore
-	txStore                          // storage.TxStore
-	adminStore                       // storage.AdminStore
-	claimManyStore                   // storage.ClaimManyStore
+	base            capability = iota // the Store contract alone
+	stepStore                         // storage.StepStore
+	txStore                           // storage.TxStore
+	adminStore                        // storage.AdminStore
+	claimManyStore                    // storage.ClaimManyStore
+	finishManyStore                   // storage.FinishManyStore
 )
 
 // Run checks store against the Store contract. The cases of the optional
 // capabilities storage.StepStore, storage.TxStore (the transaction's
 // record: commit, fence, rollback, retry, a commit without a record),
 // storage.ClaimManyStore (every rule of Claim for each record of one call,
-// mixed outcomes, many records, duplicate IDs, overlapping calls) and
-// storage.AdminStore (get, delete as read, a change or a release since the
-// read, scan by prefix and status) run only when store implements them; on a *testing.T they are then reported
-// as skipped. With a *testing.T each case is a subtest; with any other
+// mixed outcomes, many records, duplicate IDs, overlapping calls),
+// storage.FinishManyStore (every rule of Complete and Release for each
+// record of one call, many records, duplicate IDs) and storage.AdminStore
+// (get, delete as read, a change or a release since the read, scan by
+// prefix and status) run only when store implements them; on a *testing.T
+// they are then reported as skipped. With a *testing.T each case is a subtest; with any other
 // testing.TB the cases run in sequence and failures name their case.
 // RunTx adds the transaction cases with the store's own writes, RunAdmin
 // the corrupt records an AdminStore reports.
 func Run(t testing.TB, store storage.Store) {
 	t.Helper()
-	run(t, store, slices.Concat(cases(), textCases(), txCases(), claimManyCases(), adminCases()), nil)
+	run(t, store, slices.Concat(cases(), textCases(), traceCases(), txCases(), claimManyCases(), finishManyCases(), adminCases()), nil)
 }
 
 // run runs the cases on store, skipping those of a capability it lacks.
@@ -60,6 +63,7 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 	txs, _ := store.(storage.TxStore)
 	admin, _ := store.(storage.AdminStore)
 	many, _ := store.(storage.ClaimManyStore)
+	finish, _ := store.(storage.FinishManyStore)
 	base := time.Unix(time.Now().Unix(), 0)
 	missing := func(tc testCase) string {
 		switch {
@@ -71,6 +75,8 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 			return "the store is not a storage.AdminStore"
 		case tc.needs == claimManyStore && many == nil:
 			return "the store is not a storage.ClaimManyStore"
+		case tc.needs == finishManyStore && finish == nil:
+			return "the store is not a storage.FinishManyStore"
 		}
 		return ""
 	}
@@ -80,25 +86,26 @@ func run(t testing.TB, store storage.Store, cs []testCase, w TxWrites) {
 				if why := missing(tc); why != "" {
 					st.Skip(why)
 				}
-				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, admin: admin, many: many, writes: w, now: base, prefix: ""})
+				tc.run(&checker{TB: st, store: store, steps: steps, txs: txs, admin: admin, many: many, finish: finish, writes: w, now: base, prefix: ""})
 			})
 			continue
 		}
 		if missing(tc) != "" {
 			continue
 		}
-		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, admin: admin, many: many, writes: w, now: base, prefix: tc.name + ": "})
+		tc.run(&checker{TB: t, store: store, steps: steps, txs: txs, admin: admin, many: many, finish: finish, writes: w, now: base, prefix: tc.name + ": "})
 	}
 }
 
 type checker struct {
 	testing.TB
 	store  storage.Store
-	steps  storage.StepStore      // nil unless store is one
-	txs    storage.TxStore        // nil unless store is one
-	admin  storage.AdminStore     // nil unless store is one
-	many   storage.ClaimManyStore // nil unless store is one
-	writes TxWrites               // RunTx's
+	steps  storage.StepStore       // nil unless store is one
+	txs    storage.TxStore         // nil unless store is one
+	admin  storage.AdminStore      // nil unless store is one
+	many   storage.ClaimManyStore  // nil unless store is one
+	finish storage.FinishManyStore // nil unless store is one
+	writes TxWrites                // RunTx's
 	now    time.Time
 	prefix string
 }

@@ -130,6 +130,7 @@ var pgColumns = []struct{ name, typ string }{
 	{"id", "text"}, {"status", "text"}, {"expires_at", "timestamp with time zone"},
 	{"lease_expires_at", "timestamp with time zone"}, {"lease", "text"}, {"fingerprint", "text"}, {"data", "bytea"},
 	{"version", "integer"}, {"step_names", "ARRAY"}, {"step_data", "ARRAY"}, {"suspended", "boolean"},
+	{"trace", "text"},
 }
 
 // checkPostgres runs its queries with pgx.QueryExecModeExec, as pgstore

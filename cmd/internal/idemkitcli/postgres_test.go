@@ -97,7 +97,7 @@ func TestPostgres(t *testing.T) {
 
 	r = run(t, now, append([]string{"check"}, flags...)...)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
-	for _, want := range []string{"ok   PostgreSQL ", "ok   columns: the 11 of schema.sql", "ok   primary key (id)",
+	for _, want := range []string{"ok   PostgreSQL ", "ok   columns: the 12 of schema.sql", "ok   primary key (id)",
 		"ok   an index on expires_at", "note 0 expired records", "schedule `idemkit sweep`"} {
 		assert.Contains(t, r.stdout, want)
 	}
@@ -256,7 +256,7 @@ func TestPostgresBehindAPooler(t *testing.T) {
 
 	r := run(t, now, with("check")...)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
-	for _, want := range []string{"ok   PostgreSQL ", "ok   columns: the 11 of schema.sql", "ok   primary key (id)",
+	for _, want := range []string{"ok   PostgreSQL ", "ok   columns: the 12 of schema.sql", "ok   primary key (id)",
 		"ok   an index on expires_at", "note 0 expired records"} {
 		assert.Contains(t, r.stdout, want)
 	}

@@ -60,6 +60,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.VersionAttr, "version-attr", "", `dynamostore Options.VersionAttr (default "version")`)
 	fs.StringVar(&o.StepsAttr, "steps-attr", "", `dynamostore Options.StepsAttr: the finished steps of an INPROGRESS record (default "steps")`)
 	fs.StringVar(&o.SuspendedAttr, "suspended-attr", "", `dynamostore Options.SuspendedAttr: marks an INPROGRESS record suspended after a handler error (default "suspended")`)
+	fs.StringVar(&o.TraceAttr, "trace-attr", "", `dynamostore Options.TraceAttr: the trace context of the call that completed a record (default "trace")`)
 }
 
 // records is a store the commands read, delete and list records of (the
@@ -247,7 +248,7 @@ func mergeLayout(def, set dynamostore.Options) dynamostore.Options {
 		{&def.StatusAttr, &set.StatusAttr}, {&def.ExpirationAttr, &set.ExpirationAttr},
 		{&def.InProgressExpirationAttr, &set.InProgressExpirationAttr}, {&def.LeaseAttr, &set.LeaseAttr},
 		{&def.ValidationAttr, &set.ValidationAttr}, {&def.DataAttr, &set.DataAttr}, {&def.VersionAttr, &set.VersionAttr},
-		{&def.StepsAttr, &set.StepsAttr}, {&def.SuspendedAttr, &set.SuspendedAttr},
+		{&def.StepsAttr, &set.StepsAttr}, {&def.SuspendedAttr, &set.SuspendedAttr}, {&def.TraceAttr, &set.TraceAttr},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src

@@ -46,7 +46,7 @@ type Processor[R, T any] struct {
 	src         Source[R, T]
 	key         func(*R, T) (string, error)
 	payload     func(*R, T) (any, error) // nil: no payload validation
-	parallelism int
+	parallelism int                      // WithParallelism's, 0 when not given (Order.Parallelism, else 1)
 }
 
 // New returns the Processor of src over e, configured by s. wrap names the
@@ -57,7 +57,7 @@ func New[R, T any](e *idempotent.Engine, wrap string, src Source[R, T], s Settin
 		panic(src.Name + ": " + wrap + ": nil Engine")
 	}
 	p := &Processor[R, T]{engine: e, src: src, key: keyFunc[R, T](&s, src.Name, wrap),
-		payload: payloadFunc[R, T](&s, src.Name, wrap), parallelism: s.Parallelism()}
+		payload: payloadFunc[R, T](&s, src.Name, wrap), parallelism: s.parallelismSet()}
 	if p.key == nil {
 		p.key = src.Key
 	}
@@ -79,6 +79,9 @@ type Order struct {
 	Stop bool
 	// LaneNoun names a lane in log lines: "message group", "shard".
 	LaneNoun string
+	// Parallelism is how many lanes run at once when the user gave no
+	// WithParallelism; 0 means 1.
+	Parallelism int
 }
 
 // Status is what became of one record.
@@ -120,11 +123,14 @@ type Result struct {
 
 // item is one record of a batch, prepared for processing.
 type item[R, T any] struct {
-	rec    *R
-	val    T
-	key    string
-	keyErr error // the key function failed: reported with Engine.Reject
-	err    error // the record cannot be processed at all (invalid, panic)
+	rec        *R
+	val        T
+	attrs      []slog.Attr // the record's log attributes
+	key        string
+	keyErr     error // the key function failed: reported with Engine.Reject
+	payload    any   // the payload to validate, nil for none
+	payloadErr error // the payload function failed: reported with Engine.Reject
+	err        error // the record cannot be processed at all (invalid, panic)
 }
 
 // hasKey reports whether the item has a usable key to group and lock on.
@@ -133,21 +139,41 @@ func (it *item[R, T]) hasKey() bool { return it.err == nil && it.keyErr == nil &
 // Run processes recs in order and returns the outcome of each. It never
 // panics on a record's account: a panic in a decoder, key or payload
 // function, handler or outcome hook fails that record only.
+//
+// The batch goes to the store in waves: every record's claim at once
+// (Engine.ClaimBatch), then the handlers in order, each record's completion
+// written while the next handler runs, and the claims no handler ran given
+// back together at the end (Batch.Close), before the results are returned.
 func (p *Processor[R, T]) Run(ctx context.Context, recs []R, order Order) []Result {
 	results := make([]Result, len(recs))
 	if len(recs) == 0 {
 		return results
 	}
-	ctx, cancel := reserveResponseTime(ctx)
+	rctx, cancel := reserveResponseTime(ctx)
 	defer cancel()
 
 	items := make([]item[R, T], len(recs))
+	calls := make([]idempotent.Call, len(recs))
 	for i := range recs {
-		p.prepare(ctx, &items[i], &recs[i])
+		p.prepare(rctx, &items[i], &recs[i])
+		calls[i] = p.call(&items[i])
 	}
 	pl := makePlan(items, order)
-	p.runLanes(ctx, pl, order, items, results)
+	wave := p.engine.ClaimBatch(rctx, calls)
+	p.runLanes(rctx, pl, order, items, results, wave)
+	wave.Close(ctx) // the invocation's own deadline: the completions and give-backs use the reserve
 	return results
+}
+
+// call is the engine's call for an item: its key and payload, when it has
+// them and the Engine is not disabled (as idempotent.Wrap, no key or payload
+// errors then), and its log attributes.
+func (p *Processor[R, T]) call(it *item[R, T]) idempotent.Call {
+	call := idempotent.Call{Attrs: it.attrs}
+	if it.err == nil && it.keyErr == nil && it.payloadErr == nil && !p.engine.Disabled() {
+		call.Key, call.Payload = it.key, it.payload
+	}
+	return call
 }
 
 // reserveResponseTime shortens ctx's deadline, if it has one, by a tenth of
@@ -164,12 +190,12 @@ func reserveResponseTime(ctx context.Context) (context.Context, context.CancelFu
 // prepare decodes a record and derives its key. A panic in a decoder, a
 // Validate method or a key function fails this record only.
 func (p *Processor[R, T]) prepare(ctx context.Context, it *item[R, T], r *R) {
-	it.rec = r
+	it.rec, it.attrs = r, p.src.Attrs(r)
 	defer func() {
 		if v := recover(); v != nil {
 			it.err = fmt.Errorf("%s: %w while decoding or keying the %s: %v", p.src.Name, errPanicked, p.src.Noun, v)
 			p.log().LogAttrs(ctx, slog.LevelError, p.src.Name+": panic while decoding or keying a "+p.src.Noun,
-				append(p.src.Attrs(r), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))...)
+				append(it.attrs, slog.Any("panic", v), slog.String("stack", string(debug.Stack())))...)
 		}
 	}()
 	v, err := p.src.Decode(r)
@@ -179,6 +205,17 @@ func (p *Processor[R, T]) prepare(ctx context.Context, it *item[R, T], r *R) {
 	}
 	it.val = v
 	it.key, it.keyErr = p.key(r, v)
+	if it.keyErr == nil && it.key != "" && p.payload != nil && !p.engine.Disabled() {
+		pl, err := p.payload(r, v)
+		switch {
+		case err != nil:
+			it.payloadErr = err
+		case pl == nil:
+			it.payload = nullPayload
+		default:
+			it.payload = pl
+		}
+	}
 }
 
 // errPanicked marks an error made of a recovered panic.
@@ -203,29 +240,21 @@ var doneResponse = []byte("{}")
 // same way.
 var nullPayload = []byte("null")
 
-// do runs a record through the engine with its key and payload, the handler
-// as the work. ran reports that the handler ran in this call; err is then its
+// do runs item i through the wave with its key and payload, the handler as
+// the work. ran reports that the handler ran in this call; err is then its
 // error (nil when it succeeded, even if its entry could not be completed),
 // and otherwise the engine's answer (nil for a replay).
-func (p *Processor[R, T]) do(ctx context.Context, it *item[R, T], attrs []slog.Attr) (ran bool, err error) {
-	call := idempotent.Call{Attrs: attrs}
+func (p *Processor[R, T]) do(ctx context.Context, wave *idempotent.Batch, i int, it *item[R, T]) (ran bool, err error) {
 	if !p.engine.Disabled() { // as idempotent.Wrap: no key or payload errors then
+		call := idempotent.Call{Attrs: it.attrs, Key: it.key}
 		if it.keyErr != nil {
-			return false, p.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
+			return false, p.engine.Reject(ctx, idempotent.Call{Attrs: it.attrs}, fmt.Errorf("%w: %w", idempotent.ErrInvalidKey, it.keyErr))
 		}
-		call.Key = it.key
-		if it.key != "" && p.payload != nil {
-			pl, err := p.payload(it.rec, it.val)
-			if err != nil {
-				return false, p.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, err))
-			}
-			if pl == nil {
-				pl = nullPayload
-			}
-			call.Payload = pl
+		if it.payloadErr != nil {
+			return false, p.engine.Reject(ctx, call, fmt.Errorf("%w: %w", idempotent.ErrInvalidPayload, it.payloadErr))
 		}
 	}
-	res, err := p.engine.Do(ctx, call, func(ctx context.Context) ([]byte, error) {
+	res, err := wave.Do(ctx, i, func(ctx context.Context) ([]byte, error) {
 		return doneResponse, p.run(ctx, it)
 	})
 	return res.Ran, err
@@ -247,8 +276,8 @@ func (p *Processor[R, T]) run(ctx context.Context, it *item[R, T]) (err error) {
 }
 
 // process runs one record through the engine and reports whether it is done.
-func (p *Processor[R, T]) process(ctx context.Context, pl *plan, it *item[R, T], res *Result) {
-	attrs := p.src.Attrs(it.rec)
+func (p *Processor[R, T]) process(ctx context.Context, pl *plan, wave *idempotent.Batch, i int, it *item[R, T], res *Result) {
+	attrs := it.attrs
 	res.Status = Failed
 	defer func() {
 		// The handler's own panics are errors by now (see run); this catches
@@ -283,7 +312,7 @@ func (p *Processor[R, T]) process(ctx context.Context, pl *plan, it *item[R, T],
 		res.Status = NotRun
 		return
 	}
-	ran, err := p.do(p.src.Context(ctx, it.rec), it, attrs)
+	ran, err := p.do(p.src.Context(ctx, it.rec), wave, i, it)
 	res.Ran = ran
 	switch {
 	case ran && err != nil:

@@ -765,10 +765,17 @@ func TestDuplicateAfterFailedCompletion(t *testing.T) {
 		t.Run(fmt.Sprintf("groups %v", groups), func(t *testing.T) {
 			r := newRecorder()
 			mem := idempotent.NewMemoryStore()
-			var completes int
+			// o1's first completion fails (by its record id: completions
+			// of a batch go out concurrently, in no fixed order).
+			var mu sync.Mutex
+			failed := false
+			o1 := idempotent.RecordID(testPrefix, "", "o1")
 			store := &fakeStore{mem: mem, complete: func(ctx context.Context, rec storage.Record) error {
-				completes++
-				if completes == 1 {
+				mu.Lock()
+				first := rec.ID == o1 && !failed
+				failed = failed || first
+				mu.Unlock()
+				if first {
 					return errThrottled
 				}
 				return mem.Complete(ctx, rec)

@@ -205,11 +205,14 @@ func refuseWith(edit func(*storage.Record)) func(context.Context, storage.Record
 	}
 }
 
-// onlyFor applies claim to the record of id and lets the memory store
-// answer the others.
+// onlyFor applies claim to the record of the message key id (the fake
+// source's default key, under newEngine's prefix) and lets the memory store
+// answer the others. It goes by the record's id, not by the message in the
+// context: a batch claims its records in one wave, before any runs.
 func onlyFor(id string, claim func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error), mem storage.StepStore) func(context.Context, storage.Record, time.Time) (storage.ClaimResult, error) {
+	recordID := idempotent.RecordID(testPrefix, "", id)
 	return func(ctx context.Context, rec storage.Record, now time.Time) (storage.ClaimResult, error) {
-		if m, ok := recordFrom(ctx); ok && m.ID == id {
+		if rec.ID == recordID {
 			return claim(ctx, rec, now)
 		}
 		return mem.Claim(ctx, rec, now)
@@ -221,5 +224,8 @@ var errThrottled = errors.New("ProvisionedThroughputExceededException")
 // newEngine is a test's Engine over store, configured by opts; its logs are
 // discarded unless opts give idempotent.WithLogger.
 func newEngine(store storage.Store, opts ...idempotent.Option) *idempotent.Engine {
-	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	return idempotent.New(store, append([]idempotent.Option{idempotent.WithLogger(slog.New(slog.DiscardHandler)), idempotent.WithPrefix(testPrefix)}, opts...)...)
 }
+
+// testPrefix is newEngine's record prefix.
+const testPrefix = "batchtest"

@@ -95,6 +95,9 @@ func WithContinueOnFailure[R any]() func(*Settings[R]) {
 // Parallelism is how many lanes run at once (at least 1).
 func (s *Settings[R]) Parallelism() int { return max(s.parallelism, 1) }
 
+// parallelismSet is WithParallelism's n, or 0 when it was not given.
+func (s *Settings[R]) parallelismSet() int { return s.parallelism }
+
 // Continue reports WithContinueOnFailure: an ordered source goes on past a
 // failed record instead of stopping its lane.
 func (s *Settings[R]) Continue() bool { return s.continueOnFailure }

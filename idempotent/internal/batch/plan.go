@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+
+	"github.com/idemkit/idemkit/idempotent"
 )
 
 // plan is the order in which a batch is processed. A lane is a list of
@@ -81,11 +83,15 @@ func makePlan[R, T any](items []item[R, T], order Order) *plan {
 
 // runLanes processes every lane, up to p.parallelism lanes at once. Each lane
 // writes only its own entries of results.
-func (p *Processor[R, T]) runLanes(ctx context.Context, pl *plan, order Order, items []item[R, T], results []Result) {
-	n := min(p.parallelism, len(pl.lanes))
+func (p *Processor[R, T]) runLanes(ctx context.Context, pl *plan, order Order, items []item[R, T], results []Result, wave *idempotent.Batch) {
+	n := p.parallelism
+	if n == 0 {
+		n = max(order.Parallelism, 1)
+	}
+	n = min(n, len(pl.lanes))
 	if n <= 1 {
 		for _, lane := range pl.lanes {
-			p.runLane(ctx, pl, order, lane, items, results)
+			p.runLane(ctx, pl, order, lane, items, results, wave)
 		}
 		return
 	}
@@ -103,7 +109,7 @@ func (p *Processor[R, T]) runLanes(ctx context.Context, pl *plan, order Order, i
 		go func() {
 			defer wg.Done()
 			for lane := range next {
-				p.runLane(ctx, pl, order, lane, items, results)
+				p.runLane(ctx, pl, order, lane, items, results, wave)
 			}
 		}()
 	}
@@ -113,16 +119,16 @@ func (p *Processor[R, T]) runLanes(ctx context.Context, pl *plan, order Order, i
 // runLane processes a lane's records in order. With order.Stop the first
 // record not done ends the lane: the rest are Skipped, so that a retry sees
 // them in their original order.
-func (p *Processor[R, T]) runLane(ctx context.Context, pl *plan, order Order, lane []int, items []item[R, T], results []Result) {
+func (p *Processor[R, T]) runLane(ctx context.Context, pl *plan, order Order, lane []int, items []item[R, T], results []Result, wave *idempotent.Batch) {
 	for pos, i := range lane {
-		p.process(ctx, pl, &items[i], &results[i])
+		p.process(ctx, pl, wave, i, &items[i], &results[i])
 		if results[i].Status == Done || !order.Stop {
 			continue
 		}
 		for _, j := range lane[pos+1:] {
 			results[j].Status = Skipped
 			p.log().LogAttrs(ctx, slog.LevelInfo, p.src.Name+": skipped after an earlier failure in its "+order.LaneNoun,
-				p.src.Attrs(items[j].rec)...)
+				items[j].attrs...)
 		}
 		return
 	}
