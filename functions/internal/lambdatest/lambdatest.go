@@ -43,7 +43,7 @@ func Start(t testing.TB, env ...string) *Process {
 	t.Helper()
 	p := &Process{waited: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = mergeEnv(os.Environ(), append([]string{MainEnv + "=1"}, env...))
+	p.cmd.Env = MergeEnv(os.Environ(), append([]string{MainEnv + "=1"}, env...))
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stdout}
 	if err := p.cmd.Start(); err != nil {
@@ -77,6 +77,10 @@ func (p *Process) Output() string {
 	return p.stdout.String()
 }
 
+// LockedWriter returns a writer that writes to w under mu: a child process's
+// stdout and stderr into one buffer that a test reads meanwhile.
+func LockedWriter(mu *sync.Mutex, w io.Writer) io.Writer { return lockedWriter{mu, w} }
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -89,8 +93,10 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// mergeEnv applies overrides ("NAME=value", empty value to unset) to base.
-func mergeEnv(base, overrides []string) []string {
+// MergeEnv applies overrides ("NAME=value", empty value to unset) to base,
+// an environment as os.Environ returns it, keeping the order of first
+// appearance.
+func MergeEnv(base, overrides []string) []string {
 	set := map[string]string{}
 	var order []string
 	for _, kv := range append(append([]string{}, base...), overrides...) {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idemkit/functions/internal/lambdatest"
 	samples "github.com/idemkit/idemkit/internal/sampleevents"
 )
 
@@ -153,7 +154,7 @@ func Start(t testing.TB, cfg Config) *Emulator {
 	if secs < 1 || cfg.Timeout%time.Second != 0 {
 		t.Fatalf("rie: Timeout %v: the emulator takes whole seconds, at least 1", cfg.Timeout)
 	}
-	env := mergeEnv(os.Environ(), append([]string{"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.FormatInt(secs, 10)}, cfg.Env...))
+	env := lambdatest.MergeEnv(os.Environ(), append([]string{"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.FormatInt(secs, 10)}, cfg.Env...))
 	var lastErr error
 	for range 3 { // a port taken between our probe and the emulator's listen: try others
 		e, err := start(bin, cfg.Bootstrap, env)
@@ -189,8 +190,8 @@ func start(bin, bootstrap string, env []string) (*Emulator, error) {
 		bootstrap)
 	e.cmd.Dir = filepath.Dir(bootstrap)
 	e.cmd.Env = env
-	e.cmd.Stdout = lockedWriter{&e.mu, &e.out}
-	e.cmd.Stderr = lockedWriter{&e.mu, &e.out}
+	e.cmd.Stdout = lambdatest.LockedWriter(&e.mu, &e.out)
+	e.cmd.Stderr = lambdatest.LockedWriter(&e.mu, &e.out)
 	// Its own process group, stopped by its PID; the emulator puts each
 	// runtime it starts in a group of its own (see stop).
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -401,36 +402,4 @@ func children(parent int) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-// Write writes b under the lock.
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// mergeEnv applies overrides ("NAME=value", empty value to unset) to base.
-func mergeEnv(base, overrides []string) []string {
-	set := map[string]string{}
-	var order []string
-	for _, kv := range append(append([]string{}, base...), overrides...) {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			order = append(order, k)
-		}
-		set[k] = v
-	}
-	out := make([]string, 0, len(order))
-	for _, k := range order {
-		if set[k] != "" {
-			out = append(out, k+"="+set[k])
-		}
-	}
-	return out
 }

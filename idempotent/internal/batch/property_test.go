@@ -104,50 +104,7 @@ func TestCheckpointProperty(t *testing.T) {
 		unitOf := func(rs []rec) func(int) string { return func(i int) string { return rs[i].Unit } }
 
 		results := p.Run(context.Background(), recs, batch.Order{Lane: laneOf(recs), Stop: stop, LaneNoun: "shard"})
-		checkpoints := batch.Checkpoints(results, unitOf(recs))
-
-		// Exactly-once cover: per unit, everything before the checkpoint is
-		// done, the checkpoint is not; units without one are all done.
-		cp := map[string]int{}
-		for _, i := range checkpoints {
-			require.NotContains(t, cp, recs[i].Unit, "two checkpoints for one shard")
-			cp[recs[i].Unit] = i
-			require.NotEqual(t, batch.Done, results[i].Status, "checkpoint %d is done", i)
-		}
-		var redeliver []rec
-		for i, r := range recs {
-			at, has := cp[r.Unit]
-			switch {
-			case !has || i < at:
-				require.Equal(t, batch.Done, results[i].Status, "record %d before its checkpoint: it would be lost", i)
-			default:
-				redeliver = append(redeliver, r)
-			}
-		}
-		// Order: calls of one lane in batch order; with Stop, none after a
-		// record of the lane that is not done.
-		lane := laneOf(recs)
-		last := map[string]int{}
-		for _, id := range w.calls {
-			l := lane(id, "")
-			if prev, ok := last[l]; ok {
-				require.Less(t, prev, id, "lane %s out of order", l)
-			}
-			last[l] = id
-		}
-		if stop {
-			for i := range recs {
-				if results[i].Status == batch.Done {
-					continue
-				}
-				for j := i + 1; j < n; j++ {
-					if lane(j, "") == lane(i, "") {
-						require.Equal(t, batch.Skipped, results[j].Status, "record %d after %d of its lane failed", j, i)
-					}
-				}
-			}
-		}
-		require.False(t, w.overlap, "records of one key ran at the same time")
+		redeliver := checkDelivery(t, recs, results, w, stop, laneOf(recs), unitOf(recs))
 
 		// The redelivery, failures fixed: everything is done, and every key's
 		// handler has succeeded exactly once over both deliveries.
@@ -158,6 +115,51 @@ func TestCheckpointProperty(t *testing.T) {
 			require.Equal(t, 1, w.succeeded[r.Key], "successful handler calls of key %s", r.Key)
 		}
 	})
+}
+
+// checkDelivery checks one delivery of recs that gave results: per unit,
+// everything before the checkpoint is done and the checkpoint is not (units
+// without one are all done: exactly-once cover); the calls of one lane came
+// in batch order, and with stop none after a record of its lane that is not
+// done; same-key records never overlapped. It returns what Lambda delivers
+// again: each unit from its checkpoint on.
+func checkDelivery(t *rapid.T, recs []rec, results []batch.Result, w *world, stop bool, lane func(int, string) string, unit func(int) string) []rec {
+	cp := map[string]int{}
+	for _, i := range batch.Checkpoints(results, unit) {
+		require.NotContains(t, cp, recs[i].Unit, "two checkpoints for one shard")
+		cp[recs[i].Unit] = i
+		require.NotEqual(t, batch.Done, results[i].Status, "checkpoint %d is done", i)
+	}
+	var redeliver []rec
+	for i, r := range recs {
+		if at, has := cp[r.Unit]; !has || i < at {
+			require.Equal(t, batch.Done, results[i].Status, "record %d before its checkpoint: it would be lost", i)
+		} else {
+			redeliver = append(redeliver, r)
+		}
+	}
+	last := map[string]int{}
+	for _, id := range w.calls {
+		l := lane(id, "")
+		if prev, ok := last[l]; ok {
+			require.Less(t, prev, id, "lane %s out of order", l)
+		}
+		last[l] = id
+	}
+	if stop {
+		for i := range recs {
+			if results[i].Status == batch.Done {
+				continue
+			}
+			for j := i + 1; j < len(recs); j++ {
+				if lane(j, "") == lane(i, "") {
+					require.Equal(t, batch.Skipped, results[j].Status, "record %d after %d of its lane failed", j, i)
+				}
+			}
+		}
+	}
+	require.False(t, w.overlap, "records of one key ran at the same time")
+	return redeliver
 }
 
 // settings are the Settings made by opts, as a source's Wrap makes them.

@@ -211,44 +211,7 @@ func TestWaveProperty(t *testing.T) {
 		p := batch.New(idempotent.New(store, opts...), "Wrap", source(w),
 			settings(batch.WithParallelism[rec](parallelism), continueIf(!stop)))
 		results := p.Run(context.Background(), recs, batch.Order{Lane: laneOf(recs), Stop: stop, LaneNoun: "shard"})
-		checkpoints := batch.Checkpoints(results, unitOf(recs))
-
-		cp := map[string]int{}
-		for _, i := range checkpoints {
-			require.NotContains(t, cp, recs[i].Unit, "two checkpoints for one shard")
-			cp[recs[i].Unit] = i
-			require.NotEqual(t, batch.Done, results[i].Status, "checkpoint %d is done", i)
-		}
-		var redeliver []rec
-		for i, r := range recs {
-			if at, has := cp[r.Unit]; !has || i < at {
-				require.Equal(t, batch.Done, results[i].Status, "record %d before its checkpoint: it would be lost", i)
-			} else {
-				redeliver = append(redeliver, r)
-			}
-		}
-		lane := laneOf(recs)
-		last := map[string]int{}
-		for _, id := range w.calls {
-			l := lane(id, "")
-			if prev, ok := last[l]; ok {
-				require.Less(t, prev, id, "lane %s out of order", l)
-			}
-			last[l] = id
-		}
-		if stop {
-			for i := range recs {
-				if results[i].Status == batch.Done {
-					continue
-				}
-				for j := i + 1; j < n; j++ {
-					if lane(j, "") == lane(i, "") {
-						require.Equal(t, batch.Skipped, results[j].Status, "record %d after %d of its lane failed", j, i)
-					}
-				}
-			}
-		}
-		require.False(t, w.overlap, "records of one key ran at the same time")
+		redeliver := checkDelivery(t, recs, results, w, stop, laneOf(recs), unitOf(recs))
 
 		// The redelivery, failures fixed.
 		w.failing = false
