@@ -26,11 +26,11 @@
 // [Call] (key, scope, payload) and work that returns its response encoded,
 // and answers with the encoded response. Every front door converges on it:
 // Wrap is the typed layer over it, and the adapters (nethttp, apigateway,
-// sqsbatch, kinesisbatch, ddbstreams, kafkabatch) call it with what they
-// parsed. A front door of your own (SNS, EventBridge, a gRPC interceptor)
-// calls it too, or wraps a typed handler with Wrap; [Engine.Reject] reports a
-// call it refuses before Do. [RecordID] names a key's record, for logs and
-// tools.
+// sqsbatch, kinesisbatch, ddbstreams, kafkabatch, rabbitmqbatch,
+// activemqbatch) call it with what they parsed. A front door of your own
+// (SNS, EventBridge, a gRPC interceptor) calls it too, or wraps a typed
+// handler with Wrap; [Engine.Reject] reports a call it refuses before Do.
+// [RecordID] names a key's record, for logs and tools.
 //
 // Coalescing: concurrent calls for one record in one process (one Engine)
 // share one claim. While a call holds the record's lease, a duplicate gets

@@ -57,6 +57,13 @@ const (
 	// KafkaBatch: an MSK batch of two partitions of topic payments, with a
 	// producer retry carrying the same idempotency-key header.
 	KafkaBatch = "kafka-batch.json"
+
+	// RabbitMQBatch: an Amazon MQ for RabbitMQ batch of one queue, three
+	// payments with producer-set message IDs.
+	RabbitMQBatch = "rabbitmq.json"
+	// ActiveMQBatch: an Amazon MQ for ActiveMQ batch of one queue, three
+	// payments.
+	ActiveMQBatch = "activemq.json"
 )
 
 // modulePath is the module whose checkout holds the events/ folder.
@@ -168,6 +175,20 @@ func DynamoDB(name string) (events.DynamoDBEvent, error) {
 // unknown fields as HTTP does.
 func Kafka(name string) (events.KafkaEvent, error) {
 	var ev events.KafkaEvent
+	return ev, decode(name, &ev)
+}
+
+// RabbitMQ decodes a sample Amazon MQ for RabbitMQ event, rejecting unknown
+// fields as HTTP does.
+func RabbitMQ(name string) (events.RabbitMQEvent, error) {
+	var ev events.RabbitMQEvent
+	return ev, decode(name, &ev)
+}
+
+// ActiveMQ decodes a sample Amazon MQ for ActiveMQ event, rejecting unknown
+// fields as HTTP does.
+func ActiveMQ(name string) (events.ActiveMQEvent, error) {
+	var ev events.ActiveMQEvent
 	return ev, decode(name, &ev)
 }
 

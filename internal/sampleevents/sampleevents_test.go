@@ -2,6 +2,7 @@ package sampleevents_test
 
 import (
 	"crypto/md5"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -51,8 +52,16 @@ func TestRoundTrip(t *testing.T) {
 				ev, err := samples.Kafka(name)
 				require.NoError(t, err)
 				typed = &ev
+			case strings.HasPrefix(name, "rabbitmq"):
+				ev, err := samples.RabbitMQ(name)
+				require.NoError(t, err)
+				typed = &ev
+			case strings.HasPrefix(name, "activemq"):
+				ev, err := samples.ActiveMQ(name)
+				require.NoError(t, err)
+				typed = &ev
 			default:
-				t.Fatalf("%s: no known event type (name it payments-*, orders-*, kinesis-*, ddbstreams-* or kafka-*)", name)
+				t.Fatalf("%s: no known event type (name it payments-*, orders-*, kinesis-*, ddbstreams-*, kafka-*, rabbitmq* or activemq*)", name)
 			}
 
 			again, err := json.Marshal(typed)
@@ -171,6 +180,32 @@ func TestRealistic(t *testing.T) {
 					for _, r := range recs {
 						assert.Equal(t, tp, r.Topic+"-"+strconv.FormatInt(r.Partition, 10), "records grouped by topic-partition")
 					}
+				}
+				return
+			case strings.HasPrefix(name, "rabbitmq"):
+				ev, err := samples.RabbitMQ(name)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.MessagesByQueue)
+				assert.Equal(t, "aws:rmq", ev.EventSource)
+				for q, msgs := range ev.MessagesByQueue {
+					assert.Contains(t, q, "::", "queues are keyed queue::vhost")
+					for _, m := range msgs {
+						data, err := base64.StdEncoding.DecodeString(m.Data)
+						require.NoError(t, err)
+						assert.Equal(t, uint64(len(data)), m.BasicProperties.BodySize)
+						require.NotNil(t, m.BasicProperties.MessageID)
+					}
+				}
+				return
+			case strings.HasPrefix(name, "activemq"):
+				ev, err := samples.ActiveMQ(name)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.Messages)
+				assert.Equal(t, "aws:mq", ev.EventSource)
+				for _, m := range ev.Messages {
+					assert.True(t, strings.HasPrefix(m.MessageID, "ID:"), "JMS message IDs start with ID:")
+					assert.NotEmpty(t, m.Destination.PhysicalName)
+					assert.LessOrEqual(t, m.BrokerInTime, m.BrokerOutTime)
 				}
 				return
 			case strings.HasPrefix(name, "orders-"):

@@ -1,0 +1,53 @@
+package activemqbatch
+
+import (
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkit/idemkit/idempotent/internal/batch"
+)
+
+// An Option configures Wrap: how a message becomes a key and a payload. The
+// core's settings are the idempotent.Engine's.
+//
+// The options are sqsbatch's, under the same names and rules (see
+// sqsbatch.Option): plain values, except WithKey and WithPayloadValidation,
+// whose function of the handler's message type makes Wrap panic when it is
+// another type than the handler's. WithRecordKey and
+// WithRecordPayloadValidation take the events.ActiveMQMessage.
+type Option func(*batch.Settings[events.ActiveMQMessage])
+
+const pkg = "activemqbatch"
+
+// WithKey keys a message on the decoded message, replacing the default (its
+// JMS messageID), as sqsbatch.WithKey. Key on a business identifier to catch
+// a producer that sent the same message twice (each send gets a new
+// messageID).
+func WithKey[T any](key func(T) (string, error)) Option {
+	return batch.WithKey[events.ActiveMQMessage](pkg, key)
+}
+
+// WithRecordKey keys a message on the raw ActiveMQ message (a JMS property, say),
+// as sqsbatch.WithRecordKey. Never key on what changes between deliveries,
+// such as the redelivered flag.
+func WithRecordKey(key func(events.ActiveMQMessage) (string, error)) Option {
+	return batch.WithRecordKey(pkg, key)
+}
+
+// WithPayloadValidation sets what a duplicate must repeat, from the decoded
+// message, as sqsbatch.WithPayloadValidation. The default is the decoded
+// message.
+func WithPayloadValidation[T any](payload func(T) (any, error)) Option {
+	return batch.WithPayloadValidation[events.ActiveMQMessage](pkg, payload)
+}
+
+// WithRecordPayloadValidation sets what a duplicate must repeat, from the
+// raw ActiveMQ message, as sqsbatch.WithRecordPayloadValidation.
+func WithRecordPayloadValidation(payload func(events.ActiveMQMessage) (any, error)) Option {
+	return batch.WithRecordPayloadValidation(pkg, payload)
+}
+
+// WithoutPayloadValidation turns payload validation off, as
+// sqsbatch.WithoutPayloadValidation.
+func WithoutPayloadValidation() Option {
+	return batch.WithoutPayloadValidation[events.ActiveMQMessage]()
+}
