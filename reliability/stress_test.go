@@ -117,7 +117,8 @@ func (c *tally) String() string {
 // payments function through its API Gateway v2 handler (invoked by
 // lambda.NewHandler(...).Invoke), the orders function through SQS batches,
 // and the receipts function through DynamoDB Streams batches redelivered from
-// their checkpoints, with mail API failures injected. Exactly one side effect
+// their checkpoints, with mail API failures injected, and a RabbitMQ consumer
+// (rabbitmqbatch) whose failed batches come back whole. Exactly one side effect
 // happens per key, no record is left INPROGRESS, and every duplicate is
 // answered with the original response or a 409 / batch item failure that
 // succeeds when retried.
@@ -130,6 +131,7 @@ func TestStress(t *testing.T) {
 	t.Run("payments", func(t *testing.T) { stressPayments(t, e, store, string(run)) })
 	t.Run("orders", func(t *testing.T) { stressOrders(t, e, store, string(run)) })
 	t.Run("receipts", func(t *testing.T) { stressReceipts(t, e, store, string(run)) })
+	t.Run("rabbitmq", func(t *testing.T) { stressRabbitMQ(t, store, string(run)) })
 	assert.Empty(t, e.inProgress(t), "no record left INPROGRESS")
 	for _, marker := range []string{"stresskey-" + string(run), "cus_stress_" + string(run), "ord-stress-" + string(run), "cus_rcpt_" + string(run)} {
 		assert.NotContains(t, processLogs.String(), marker, "a raw key or payload reached the logs")
