@@ -1,5 +1,6 @@
 // Package rabbitmqbatch makes the messages of an Amazon MQ for RabbitMQ event
-// source idempotent, one message at a time, in order within each queue.
+// source idempotent, one message at a time and in order within each queue,
+// the queues of a batch side by side.
 //
 //	engine := idempotent.New(store)
 //	lambda.Start(rabbitmqbatch.Wrap(engine, recordPayment))
@@ -27,6 +28,9 @@
 // ErrNoMessageID when a message lacked one). On the redelivery the messages
 // already done are replayed from their records, not run again, and only
 // the others run. Messages with the same key never run at the same time.
+// The queues of one batch are independent and run side by side (the handler
+// must then be safe for concurrent use; WithParallelism(1) runs them in
+// turn); an event source mapping of one queue gives batches of one queue.
 //
 // A message that can never succeed (undecodable, no message ID) fails its
 // batch on every delivery: the broker's redelivery limit and dead-letter

@@ -50,3 +50,10 @@ func WithRecordPayloadValidation(payload func(events.RabbitMQMessage) (any, erro
 func WithoutPayloadValidation() Option {
 	return batch.WithoutPayloadValidation[events.RabbitMQMessage]()
 }
+
+// WithParallelism runs up to n queues of a batch at once (default: every
+// queue of the batch, side by side); each queue's messages still run one
+// after another, in order. With more than one queue at once the handler must
+// be safe for concurrent use; WithParallelism(1) runs the queues in turn.
+// Values below 1 are raised to 1.
+func WithParallelism(n int) Option { return batch.WithParallelism[events.RabbitMQMessage](n) }

@@ -140,7 +140,8 @@ func (b *batcher[T]) handleBatch(ctx context.Context, ev events.RabbitMQEvent) e
 	// the messages of each in their order.
 	var msgs []events.RabbitMQMessage
 	var queues []string
-	for _, q := range slices.Sorted(maps.Keys(ev.MessagesByQueue)) {
+	names := slices.Sorted(maps.Keys(ev.MessagesByQueue))
+	for _, q := range names {
 		for _, m := range ev.MessagesByQueue[q] {
 			msgs = append(msgs, m)
 			queues = append(queues, q)
@@ -149,7 +150,10 @@ func (b *batcher[T]) handleBatch(ctx context.Context, ev events.RabbitMQEvent) e
 	if len(msgs) == 0 {
 		return nil
 	}
-	order := batch.Order{Stop: true, LaneNoun: "queue", Lane: func(i int, _ string) string { return "queue:" + queues[i] }}
+	// Queues are independent: they run side by side unless WithParallelism
+	// says otherwise.
+	order := batch.Order{Stop: true, LaneNoun: "queue", Lane: func(i int, _ string) string { return "queue:" + queues[i] },
+		Parallelism: len(names)}
 	results := b.p.Run(ctx, msgs, order)
 	notDone := batch.NotDone(results)
 	if len(notDone) == 0 {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
@@ -150,7 +153,7 @@ func TestOrderPerQueue(t *testing.T) {
 	ev.MessagesByQueue["alerts::/"] = []events.RabbitMQMessage{message(ptr("a-1"), "pay_5001"), message(ptr("a-2"), "pay_5002")}
 	ev.MessagesByQueue["zeta::/"] = []events.RabbitMQMessage{message(ptr("z-1"), "pay_6001")}
 	var rec batchtest.Recorder
-	h := newHandler(t, &rec)
+	h := newHandler(t, &rec, rabbitmqbatch.WithParallelism(1)) // the queues in turn: one order to assert
 	rec.Fail("pay_5001")
 	err := h(context.Background(), ev)
 	assert.Equal(t, []string{"a-1", "a-2"}, notDone(t, err))
@@ -159,6 +162,39 @@ func TestOrderPerQueue(t *testing.T) {
 	rec.Fail()
 	require.NoError(t, h(context.Background(), ev))
 	assert.Equal(t, []string{"pay_5001", "pay_5002"}, rec.Calls())
+}
+
+// TestQueuesSideBySide: by default the queues of a batch run at once, each
+// in its order: queue a's first message waits for queue b's to start.
+func TestQueuesSideBySide(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	var mu sync.Mutex
+	var calls []string
+	h := rabbitmqbatch.Wrap(batchtest.Engine(idempotent.NewMemoryStore(), batchtest.NewClock()), func(_ context.Context, p payment) error {
+		mu.Lock()
+		calls = append(calls, p.PaymentID)
+		mu.Unlock()
+		switch p.PaymentID {
+		case "a1":
+			select {
+			case <-started:
+			case <-time.After(5 * time.Second):
+				return errors.New("queue b never ran beside queue a")
+			}
+		case "b1":
+			close(started)
+		}
+		return nil
+	})
+	ev := events.RabbitMQEvent{MessagesByQueue: map[string][]events.RabbitMQMessage{
+		"a::/": {message(ptr("m-a1"), "a1"), message(ptr("m-a2"), "a2")},
+		"b::/": {message(ptr("m-b1"), "b1"), message(ptr("m-b2"), "b2")},
+	}}
+	require.NoError(t, h(context.Background(), ev))
+	assert.ElementsMatch(t, []string{"a1", "a2", "b1", "b2"}, calls)
+	assert.Less(t, slices.Index(calls, "a1"), slices.Index(calls, "a2"), "queue a in order")
+	assert.Less(t, slices.Index(calls, "b1"), slices.Index(calls, "b2"), "queue b in order")
 }
 
 // TestMessageFromContext: the handler sees its message.
