@@ -79,7 +79,7 @@ func localQueue(t *testing.T, orders e2e.Invoker) e2e.QueueSender {
 }
 
 // TestCoversEverySample keeps the suite and events/ in step: every sample is
-// sent by the suite, except the stream and Kafka batches, which a deployed
+// sent by the suite, except the stream, Kafka and Amazon MQ batches, which a deployed
 // stack receives from its event sources, not from a client: their sources'
 // tests and the receipts function's drive them (named here, so a new sample
 // must be placed).
@@ -89,6 +89,8 @@ func TestCoversEverySample(t *testing.T) {
 		"kinesis-batch.json":       "idempotent/kinesisbatch",
 		"ddbstreams-payments.json": "idempotent/ddbstreams, functions/receipts",
 		"kafka-batch.json":         "idempotent/kafkabatch",
+		"rabbitmq.json":            "idempotent/rabbitmqbatch",
+		"activemq.json":            "idempotent/activemqbatch",
 	}
 	names, err := samples.Names()
 	require.NoError(t, err)

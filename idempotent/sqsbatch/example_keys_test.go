@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,21 +29,21 @@ func ExampleWithKey_messageID() {
 		{MessageId: "b2", Body: `{"orderId":"o-1","cents":1250}`}, // the producer sent o-1 twice
 	}}
 
-	charges := 0
-	charge := func(ctx context.Context, o Order) error { charges++; return nil }
+	var charges atomic.Int64 // a standard queue's messages run side by side
+	charge := func(ctx context.Context, o Order) error { charges.Add(1); return nil }
 
 	engine := func() *idempotent.Engine {
 		return idempotent.New(idempotent.NewMemoryStore(), idempotent.WithLogger(slog.New(slog.DiscardHandler)))
 	}
 	byMessageID := sqsbatch.Wrap(engine(), charge) // the default key
 	_, _ = byMessageID(context.Background(), batch)
-	fmt.Println("keyed on the message ID, charges:", charges)
+	fmt.Println("keyed on the message ID, charges:", charges.Load())
 
-	charges = 0
+	charges.Store(0)
 	byOrder := sqsbatch.Wrap(engine(), charge,
 		sqsbatch.WithKey(func(o Order) (string, error) { return o.OrderID, nil }))
 	_, _ = byOrder(context.Background(), batch)
-	fmt.Println("keyed on orderId, charges:", charges)
+	fmt.Println("keyed on orderId, charges:", charges.Load())
 	// Output:
 	// keyed on the message ID, charges: 2
 	// keyed on orderId, charges: 1
