@@ -233,13 +233,12 @@ func (b *Batch) run(ctx context.Context, c *waveClaim, call *Call, work func(con
 		_ = e.releaseRecord(ctx, c.rec) // ErrLeaseLost: the fresh claim finds the new owner
 		j.pre = nil
 	}
-	queued := false
 	defer func() {
 		b.mu.Lock()
 		if j.pre != nil {
 			c.taken = false // not used (no time left to run): Close gives it back
 		}
-		if !queued {
+		if !j.queued { // else the completion closes it when it lands
 			close(c.settled)
 		}
 		b.mu.Unlock()
@@ -249,7 +248,6 @@ func (b *Batch) run(ctx context.Context, c *waveClaim, call *Call, work func(con
 	}
 	ctx = withLogAttrs(ctx, call.Attrs)
 	res, err := e.claimAndRun(ctx, j)
-	queued = j.queued
 	return Result{Response: res.response, Ran: res.ran, Replay: res.replay}, err
 }
 

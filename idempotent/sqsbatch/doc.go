@@ -1,6 +1,7 @@
 // Package sqsbatch makes the messages of an Amazon SQS event source idempotent,
-// one message at a time, and reports the ones that failed as a partial batch
-// response.
+// each key's messages one at a time (a standard queue's keys side by side, a
+// FIFO queue's groups in order), and reports the ones that failed as a
+// partial batch response.
 //
 // Wrap turns a per-message handler into a Lambda handler for SQS batches:
 //
