@@ -2,11 +2,9 @@ package activemqbatch
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,24 +35,13 @@ type BatchError struct {
 }
 
 // Error lists the message IDs not done.
-func (e *BatchError) Error() string {
-	ids := make([]string, len(e.MessageIDs))
-	for i, id := range e.MessageIDs {
-		ids[i] = fmt.Sprintf("%q", id)
-	}
-	msg := fmt.Sprintf("activemqbatch: %d message(s) not done, the batch must be delivered again: %s", len(ids), strings.Join(ids, ", "))
-	if e.noID {
-		msg += " (" + ErrNoMessageID.Error() + ")"
-	}
-	return msg
-}
+func (e *BatchError) Error() string { return e.whole().Text(pkg, "message", ErrNoMessageID) }
 
 // Unwrap returns ErrNotDone, and ErrNoMessageID when a message had none.
-func (e *BatchError) Unwrap() []error {
-	if e.noID {
-		return []error{ErrNotDone, ErrNoMessageID}
-	}
-	return []error{ErrNotDone}
+func (e *BatchError) Unwrap() []error { return e.whole().Unwrap(ErrNotDone, ErrNoMessageID) }
+
+func (e *BatchError) whole() batch.WholeBatch {
+	return batch.WholeBatch{IDs: e.MessageIDs, NoID: e.noID}
 }
 
 // Wrap returns a Lambda handler for Amazon MQ for ActiveMQ batches that
@@ -128,19 +115,11 @@ func (b *batcher[T]) handleBatch(ctx context.Context, ev events.ActiveMQEvent) e
 		return "destination:" + msgs[i].Destination.PhysicalName
 	}}
 	results := b.p.Run(ctx, msgs, order)
-	notDone := batch.NotDone(results)
-	if len(notDone) == 0 {
+	w := batch.NotDoneBatch(results, func(i int) string { return msgs[i].MessageID }, b.defaultKey.Load())
+	if w == nil {
 		return nil
 	}
-	berr := &BatchError{MessageIDs: make([]string, 0, len(notDone))}
-	for _, i := range notDone {
-		id := msgs[i].MessageID
-		berr.MessageIDs = append(berr.MessageIDs, id)
-		if id == "" && results[i].Status == batch.Failed && b.defaultKey.Load() {
-			berr.noID = true
-		}
-	}
-	return berr
+	return &BatchError{MessageIDs: w.IDs, noID: w.NoID}
 }
 
 var (
@@ -151,10 +130,5 @@ var (
 // decodeJSON decodes a message's data into T and validates it (see
 // batch.DecodeJSON: its errors never quote the data).
 func decodeJSON[T any](m *events.ActiveMQMessage) (T, error) {
-	data, err := base64.StdEncoding.DecodeString(m.Data)
-	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("%w: not base64", errInvalidData)
-	}
-	return batch.DecodeJSON[T](data, errInvalidData, errInvalidMessage)
+	return batch.DecodeBase64JSON[T](m.Data, errInvalidData, errInvalidMessage)
 }

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,17 @@ func DecodeJSON[T any](data []byte, invalid, invalidValue error) (T, error) {
 		return v, fmt.Errorf("%w: %w", invalidValue, err)
 	}
 	return v, nil
+}
+
+// DecodeBase64JSON is DecodeJSON of base64 data (Amazon MQ's), whose error,
+// when data is not base64, wraps invalid.
+func DecodeBase64JSON[T any](data string, invalid, invalidValue error) (T, error) {
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: not base64", invalid)
+	}
+	return DecodeJSON[T](b, invalid, invalidValue)
 }
 
 // Validate calls Validate on *v or v, when either has the method.
