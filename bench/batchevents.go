@@ -45,6 +45,11 @@ type batchTemplates struct {
 	kafkaEv  events.KafkaEvent // its fields but the records
 	kafka    events.KafkaRecord
 	sqs      events.SQSMessage
+	rmqEv    events.RabbitMQEvent // its fields but the messages
+	rmq      events.RabbitMQMessage
+	rmqQueue string               // the queue ("name::vhost") of the template's messages
+	amqEv    events.ActiveMQEvent // its fields but the messages
+	amq      events.ActiveMQMessage
 	payment  streamPayment
 	order    batchOrder
 	seqStart string // the leading digits of the Kinesis sequence numbers
@@ -68,10 +73,28 @@ func loadBatchTemplates() (batchTemplates, error) {
 	if err != nil {
 		return t, err
 	}
-	part := kafka.Records["payments-0"]
-	if len(kin.Records) == 0 || len(ddb.Records) == 0 || len(part) == 0 || len(sqs.Records) == 0 {
-		return t, errors.New("batch events: a sample event has no records")
+	rmq, err := sampleevents.RabbitMQ(sampleevents.RabbitMQBatch)
+	if err != nil {
+		return t, err
 	}
+	amq, err := sampleevents.ActiveMQ(sampleevents.ActiveMQBatch)
+	if err != nil {
+		return t, err
+	}
+	part := kafka.Records["payments-0"]
+	if len(kin.Records) == 0 || len(ddb.Records) == 0 || len(part) == 0 || len(sqs.Records) == 0 ||
+		len(rmq.MessagesByQueue) != 1 || len(amq.Messages) == 0 {
+		return t, errors.New("batch events: a sample event has no records (or the RabbitMQ one not one queue)")
+	}
+	for q, msgs := range rmq.MessagesByQueue {
+		if len(msgs) == 0 {
+			return t, errors.New("batch events: the RabbitMQ sample's queue has no messages")
+		}
+		t.rmqQueue, t.rmq = q, msgs[0]
+	}
+	t.rmqEv, t.rmqEv.MessagesByQueue = rmq, nil
+	t.amqEv, t.amq = amq, amq.Messages[0]
+	t.amqEv.Messages = nil
 	t.kinesis, t.ddb, t.kafka, t.sqs = kin.Records[0], ddb.Records[0], part[0], sqs.Records[0]
 	t.kafkaEv = kafka
 	t.kafkaEv.Records = nil
@@ -173,6 +196,37 @@ func (t batchTemplates) sqsEvent(n, messages int) events.SQSEvent {
 		m.Md5OfBody = hex.EncodeToString(sum[:])
 		m.Attributes = maps.Clone(t.sqs.Attributes)
 		ev.Records[i] = m
+	}
+	return ev
+}
+
+// rabbitMQEvent is batch n: messages messages of the template's queue, in
+// delivery order, each with a message ID of its own.
+func (t batchTemplates) rabbitMQEvent(n, messages int) events.RabbitMQEvent {
+	ev := t.rmqEv
+	msgs := make([]events.RabbitMQMessage, messages)
+	for i := range msgs {
+		m := t.rmq
+		id := fmt.Sprintf("msg-b%d-%d", n, i)
+		m.BasicProperties.MessageID = &id
+		m.Data = base64.StdEncoding.EncodeToString(t.paymentJSON(n, i))
+		msgs[i] = m
+	}
+	ev.MessagesByQueue = map[string][]events.RabbitMQMessage{t.rmqQueue: msgs}
+	return ev
+}
+
+// activeMQEvent is batch n: messages messages of the template's
+// destination, in delivery order, with the broker's message IDs.
+func (t batchTemplates) activeMQEvent(n, messages int) events.ActiveMQEvent {
+	ev := t.amqEv
+	ev.Messages = make([]events.ActiveMQMessage, messages)
+	for i := range ev.Messages {
+		m := t.amq
+		m.MessageID = fmt.Sprintf("ID:idembench-%d-1:1:1:1:%d", n, i+1)
+		m.Data = base64.StdEncoding.EncodeToString(t.paymentJSON(n, i))
+		m.Properties = maps.Clone(t.amq.Properties)
+		ev.Messages[i] = m
 	}
 	return ev
 }

@@ -14,8 +14,9 @@ import (
 
 // waveConcurrency bounds the single store calls a wave makes at once on a
 // store without the many-records capabilities (storage.ClaimManyStore,
-// storage.FinishManyStore).
-const waveConcurrency = 16
+// storage.FinishManyStore): its claims, its completions in flight, its
+// give-backs. Each call in flight may hold a connection of the store's.
+const waveConcurrency = 32
 
 // A Batch is a set of calls whose records were claimed together, in one
 // wave ([Engine.ClaimBatch]), for a front door that answers many calls per
@@ -36,8 +37,8 @@ type Batch struct {
 	claims map[string]*waveClaim // by record id: one claim per distinct id
 
 	mu       sync.Mutex
-	queue    []completion // completions waiting for the one in flight
-	busy     bool         // a goroutine is writing completions
+	queue    []completion // completions waiting for a writer
+	writers  int          // goroutines writing completions (see complete)
 	inflight sync.WaitGroup
 }
 
@@ -262,30 +263,43 @@ func (b *Batch) stale(ctx context.Context, c *waveClaim) bool {
 	return left < fresh/2
 }
 
-// complete queues the completion of a run that succeeded; a goroutine of the
-// Batch writes it, with the others queued meanwhile.
+// complete queues the completion of a run that succeeded, for a goroutine
+// of the Batch to write. On a storage.FinishManyStore one goroutine writes
+// them, each round all that queued while the previous round was in flight,
+// in one call (one round trip on Redis and PostgreSQL). On another store,
+// where many completions cost as many calls anyway (DynamoDB has no
+// conditional batch write), each goes out at once, up to waveConcurrency in
+// flight: completions that land together (lanes side by side) do not wait
+// for each other's round trips.
 func (b *Batch) complete(ctx context.Context, j *job, done storage.Record, ev Event, data []byte, start time.Time) {
 	j.queued = true
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.queue = append(b.queue, completion{ctx: ctx, j: j, done: done, ev: ev, data: data, start: start})
 	b.inflight.Add(1)
-	if !b.busy {
-		b.busy = true
-		go b.drain()
+	writers := waveConcurrency
+	if _, ok := b.e.store.(storage.FinishManyStore); ok {
+		writers = 1
+	}
+	if b.writers < writers {
+		b.writers++
+		go b.drain(writers == 1)
 	}
 }
 
-// drain writes the queued completions until none is left: each round all
-// that queued while the previous one was in flight, in one call where the
-// store can.
-func (b *Batch) drain() {
+// drain writes queued completions until none is left: all that queued in
+// one call when grouped, else one at a time.
+func (b *Batch) drain(grouped bool) {
 	for {
 		b.mu.Lock()
-		group := b.queue
-		b.queue = nil
+		n := min(len(b.queue), 1)
+		if grouped {
+			n = len(b.queue)
+		}
+		group := b.queue[:n:n]
+		b.queue = b.queue[n:]
 		if len(group) == 0 {
-			b.busy = false
+			b.writers--
 			b.mu.Unlock()
 			return
 		}

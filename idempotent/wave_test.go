@@ -229,6 +229,54 @@ func TestBatchCompletionsDoNotHoldTheNextWork(t *testing.T) {
 	}
 }
 
+// On a store without storage.FinishManyStore (DynamoDB's: many completions
+// cost as many calls), each completion goes out as soon as its work returns:
+// the completions of calls run side by side are in flight together, not one
+// after another, and never more than 32 at once.
+func TestBatchCompletionsWithoutFinishMany(t *testing.T) {
+	ws := newWaveStore()
+	const n, bound = 40, 32
+	ws.gate, ws.entered = make(chan struct{}), make(chan struct{}, n)
+	store := struct{ storage.StepStore }{ws} // the single calls only
+	_, many := any(store).(storage.FinishManyStore)
+	require.False(t, many)
+	e := idempotent.New(store, idempotent.WithPrefix("wave"))
+	ctx := context.Background()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	b := e.ClaimBatch(ctx, calls(keys...))
+	var mu sync.Mutex
+	var ran []string
+	for i := range n {
+		res, err := b.Do(ctx, i, work(&ran, &mu, keys[i]))
+		require.NoError(t, err)
+		require.True(t, res.Ran)
+	}
+	for i := range bound {
+		select {
+		case <-ws.entered:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d completions in flight at once, want %d: they wait for each other", i, bound)
+		}
+	}
+	select {
+	case <-ws.entered:
+		t.Fatalf("more than %d completions in flight at once", bound)
+	case <-time.After(50 * time.Millisecond):
+	}
+	closed := make(chan struct{})
+	go func() { b.Close(ctx); close(closed) }()
+	for range n {
+		ws.gate <- struct{}{}
+	}
+	<-closed
+	_, _, completes, completeMany, _, _ := ws.counts()
+	assert.Equal(t, n, completes)
+	assert.Empty(t, completeMany)
+}
+
 // Close gives back, in one ReleaseMany, every claim no call ran, so that the
 // next invocation runs those records at once.
 func TestBatchCloseGivesBackWhatDidNotRun(t *testing.T) {

@@ -52,9 +52,9 @@
 //     record, concurrently, at most Options.ClaimManyConcurrency in flight
 //     (DynamoDB has no conditional batch write): N records cost N calls, in
 //     about N / ClaimManyConcurrency round trips of time.
-//   - CompleteMany and ReleaseMany (storage.FinishManyStore, a batch's
-//     completions and releases): one Complete or Release per record, under
-//     the same bound.
+//   - A batch's completions and give-backs: no storage.FinishManyStore,
+//     since many completions would cost as many UpdateItems anyway; the
+//     engine sends each as soon as it is due (see idempotent.Batch).
 //   - Commit of a handler's transaction (see below): one TransactWriteItems
 //     holding the completion (Complete's update, conditioned on
 //     #lease = :lease AND #status = :inprogress) and the handler's items; a

@@ -100,9 +100,7 @@ type Options struct {
 
 	// ClaimManyConcurrency is the number of claims Store.ClaimMany has in
 	// flight at most (DynamoDB has no conditional batch write, so each
-	// record is one conditional PutItem), and of completions and releases
-	// Store.CompleteMany and Store.ReleaseMany have (one conditional
-	// UpdateItem or DeleteItem each); zero or less means
+	// record is one conditional PutItem); zero or less means
 	// DefaultClaimManyConcurrency. Each call in flight holds one HTTP
 	// connection, and the SDK's default transport keeps 10 idle per host
 	// between calls (MaxIdleConnsPerHost): with a higher bound, give the

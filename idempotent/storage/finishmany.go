@@ -8,9 +8,10 @@ import "context"
 // completions that queue up while one is in flight go out in one
 // CompleteMany, and the claims a batch made but did not run are given back in
 // one ReleaseMany; with a store that is not one, the caller makes concurrent
-// single calls instead, which decide exactly the same. dynamostore,
-// redisstore, pgstore and idempotent.NewMemoryStore implement it
-// (docs/stores.md says how, in how many round trips).
+// single calls instead, which decide exactly the same. Implement it only
+// where it saves round trips: redisstore, pgstore and
+// idempotent.NewMemoryStore do; dynamostore does not, since DynamoDB has no
+// conditional batch write (docs/stores.md says how, in how many round trips).
 //
 // Nothing is atomic across records: each record is decided by its own atomic
 // operation, as by the single call, in any order. errs[i] is recs[i]'s error,

@@ -41,6 +41,12 @@ type flakyStore struct {
 	dead   bool
 }
 
+// singleFinishes is a store's view without storage.FinishManyStore.
+type singleFinishes interface {
+	storage.StepStore
+	storage.ClaimManyStore
+}
+
 var errFlaky = errors.New("flaky store: connection reset")
 
 func (s *flakyStore) fault(id string) claimFault {
@@ -208,7 +214,14 @@ func TestWaveProperty(t *testing.T) {
 		}
 
 		w := &world{succeeded: map[string]int{}, active: map[string]int{}, failing: true}
-		p := batch.New(idempotent.New(store, opts...), "Wrap", source(w),
+		var live storage.Store = store
+		if !rapid.Bool().Draw(t, "the store writes many completions in one call") {
+			// DynamoDB's shape: each completion and give-back on its own.
+			live = struct {
+				singleFinishes
+			}{store}
+		}
+		p := batch.New(idempotent.New(live, opts...), "Wrap", source(w),
 			settings(batch.WithParallelism[rec](parallelism), continueIf(!stop)))
 		results := p.Run(context.Background(), recs, batch.Order{Lane: laneOf(recs), Stop: stop, LaneNoun: "shard"})
 		redeliver := checkDelivery(t, recs, results, w, stop, laneOf(recs), unitOf(recs))
