@@ -600,16 +600,20 @@ func batchDoors(e *idempotent.Engine, h *batchHandler, tm batchTemplates) (doors
 			ev := tm.rabbitMQEvent(n, records)
 			return func(ctx context.Context) []string {
 				err := rmq(ctx, ev)
-				var berr *rabbitmqbatch.BatchError
-				return wholeBatchIDs(err, errors.As(err, &berr), func() []string { return berr.MessageIDs })
+				if berr := (*rabbitmqbatch.BatchError)(nil); errors.As(err, &berr) {
+					return berr.MessageIDs // the batch is delivered again whole
+				}
+				return responseIDs[string](err, nil, nil)
 			}
 		}},
 		{sourceActiveMQ, batchOrdered, true, func(n, records int) func(context.Context) []string {
 			ev := tm.activeMQEvent(n, records)
 			return func(ctx context.Context) []string {
 				err := amq(ctx, ev)
-				var berr *activemqbatch.BatchError
-				return wholeBatchIDs(err, errors.As(err, &berr), func() []string { return berr.MessageIDs })
+				if berr := (*activemqbatch.BatchError)(nil); errors.As(err, &berr) {
+					return berr.MessageIDs // the batch is delivered again whole
+				}
+				return responseIDs[string](err, nil, nil)
 			}
 		}},
 	}
@@ -627,19 +631,6 @@ func responseIDs[F any](err error, failures []F, id func(F) string) []string {
 		ids[i] = id(f)
 	}
 	return ids
-}
-
-// wholeBatchIDs are the messages an Amazon MQ door's error names (the
-// batch is delivered again whole; isBatch: err is the door's *BatchError,
-// whose IDs ids gives), or another error as one entry.
-func wholeBatchIDs(err error, isBatch bool, ids func() []string) []string {
-	switch {
-	case err == nil:
-		return nil
-	case isBatch:
-		return ids()
-	}
-	return []string{"error: " + err.Error()}
 }
 
 // batchTake is one batch's measurement.
