@@ -86,7 +86,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fr := fpRequest{Method: method, Path: r.URL.EscapedPath(), Query: canonicalRawQuery(r.URL.RawQuery),
 				ContentType: r.Header.Get("Content-Type")}
 			// Room to sort a JSON body's objects for its canonical form.
-			if x.body, err = m.readBody(r, fr.FingerprintRoom(), isJSON(fr.ContentType)); err != nil {
+			if x.body, x.pooled, err = m.readBody(r, fr.FingerprintRoom(), isJSON(fr.ContentType)); err != nil {
 				m.refuse(w, r, call, err)
 				return
 			}
@@ -109,7 +109,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.reqBody.retire()
 		// The core hashed the fingerprint when Do began, and the retired
 		// body is read no more: nothing holds the buffer.
-		putBodyBuffer(x.body)
+		putBodyBuffer(x.body, x.pooled)
 	}
 	switch {
 	case res.Ran && !x.keyed:
@@ -148,13 +148,14 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, call idempot
 // with room to spare after it for the body's fingerprint: room, the body's
 // length (the body, or a JSON body's canonical form, in the fingerprint)
 // and, with sortRoom, the body's length again (the room canonjson.Append
-// takes to sort an object's members).
-func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte, error) {
+// takes to sort an object's members). holder is what putBodyBuffer gives
+// the buffer back in.
+func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) (buf []byte, holder *[]byte, _ error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if r.ContentLength > m.maxBody {
-		return nil, &tooLargeError{Limit: m.maxBody}
+		return nil, nil, &tooLargeError{Limit: m.maxBody}
 	}
 	// A declared length sizes the buffer, with a byte to spare for the read
 	// that finds the end; an undeclared one starts at 512 bytes and grows.
@@ -167,7 +168,7 @@ func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte,
 	if sortRoom {
 		copies = 3
 	}
-	buf := bodyBuffer(copies*size + int64(room))
+	buf, holder = bodyBuffer(copies*size + int64(room))
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, len(buf)) // (an undeclared or wrong length)
@@ -176,11 +177,11 @@ func (m *middleware) readBody(r *http.Request, room int, sortRoom bool) ([]byte,
 		buf = buf[:len(buf)+n]
 		switch {
 		case int64(len(buf)) > m.maxBody:
-			return nil, &tooLargeError{Limit: m.maxBody}
+			return nil, nil, &tooLargeError{Limit: m.maxBody}
 		case err == io.EOF:
-			return buf, nil
+			return buf, holder, nil
 		case err != nil:
-			return nil, m.readError(err)
+			return nil, nil, m.readError(err)
 		}
 	}
 }
@@ -195,22 +196,27 @@ var bodyBuffers sync.Pool // of *[]byte
 
 const maxPooledBody = 64 << 10
 
-// bodyBuffer returns an empty buffer of at least n bytes' capacity.
-func bodyBuffer(n int64) []byte {
+// bodyBuffer returns an empty buffer of at least n bytes' capacity, and
+// the pool's holder it came in (nil for a new buffer): given back with it,
+// the holder saves an allocation per request.
+func bodyBuffer(n int64) ([]byte, *[]byte) {
 	if n <= maxPooledBody {
 		if p, ok := bodyBuffers.Get().(*[]byte); ok && int64(cap(*p)) >= n {
-			return (*p)[:0]
+			return (*p)[:0], p
 		}
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n), nil
 }
 
 // putBodyBuffer gives buf (from bodyBuffer, maybe grown) back for another
-// request; nothing may use it after.
-func putBodyBuffer(buf []byte) {
+// request, in holder (bodyBuffer's, or nil); nothing may use either after.
+func putBodyBuffer(buf []byte, holder *[]byte) {
 	if c := cap(buf); c > 0 && c <= maxPooledBody {
-		buf = buf[:0]
-		bodyBuffers.Put(&buf)
+		if holder == nil {
+			holder = new([]byte)
+		}
+		*holder = buf[:0]
+		bodyBuffers.Put(holder)
 	}
 }
 
@@ -232,6 +238,8 @@ type exchange struct {
 	r     *http.Request
 	keyed bool   // the call has a key: the core keeps a record of it
 	body  []byte // the request body, read once (keyed requests)
+	// pooled is the pool's holder of body's buffer (nil for a new one).
+	pooled *[]byte
 
 	c        capture         // the handler's writer (keyed requests)
 	reqBody  requestBody     // the handler's request body (keyed requests)
@@ -308,7 +316,7 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(b)), true
 	}
 	stored := x.h.m.filter.Stored(&resp)
-	return encodeStored(&stored)
+	return encodeStored(&stored), nil
 }
 
 // requestBody gives the handler the body read before it ran: once the
