@@ -74,30 +74,13 @@ func encodeStored(r *storedResponse) []byte {
 		size += len(c) + len(`"",`)
 	}
 	b := make([]byte, 0, size) // escapes aside, the one allocation
-	var room [16]string        // the keys of a map, sorted: most responses' fit
 	b = append(b, `{"statusCode":`...)
 	b = strconv.AppendInt(b, int64(r.StatusCode), 10)
 	if len(r.Headers) > 0 {
-		b = append(b, `,"headers":{`...)
-		for i, k := range sortedKeys(room[:0], r.Headers) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(canonjson.AppendQuoted(b, k), ':')
-			b = canonjson.AppendQuoted(b, r.Headers[k])
-		}
-		b = append(b, '}')
+		b = appendObject(append(b, `,"headers":`...), r.Headers, canonjson.AppendQuoted)
 	}
 	if len(r.MultiValueHeaders) > 0 {
-		b = append(b, `,"multiValueHeaders":{`...)
-		for i, k := range sortedKeys(room[:0], r.MultiValueHeaders) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(canonjson.AppendQuoted(b, k), ':')
-			b = appendList(b, r.MultiValueHeaders[k])
-		}
-		b = append(b, '}')
+		b = appendObject(append(b, `,"multiValueHeaders":`...), r.MultiValueHeaders, appendList)
 	}
 	if len(r.Cookies) > 0 {
 		b = appendList(append(b, `,"cookies":`...), r.Cookies)
@@ -126,13 +109,23 @@ func appendList(b []byte, vs []string) []byte {
 	return append(b, ']')
 }
 
-// sortedKeys appends m's keys to keys in json.Marshal's order (byte order).
-func sortedKeys[V any](keys []string, m map[string]V) []string {
+// appendObject appends m as json.Marshal writes a map: its keys in byte
+// order, each value as value writes it.
+func appendObject[V any](b []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+	var room [16]string // the keys, to sort: most responses' fit
+	keys := room[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return keys
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = value(append(canonjson.AppendQuoted(b, k), ':'), m[k])
+	}
+	return append(b, '}')
 }
 
 // decodeStored reads a stored form before it is replayed (see readStored). A
