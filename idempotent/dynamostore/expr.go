@@ -1,5 +1,7 @@
 package dynamostore
 
+import "github.com/aws/aws-sdk-go-v2/aws"
+
 // The store's expressions are fixed: constant strings with #name and :value
 // placeholders, as the SDK's expression package writes them by hand. A
 // #name stands for the attribute Options names (see newExprNames); each
@@ -57,6 +59,19 @@ const (
 	completeUpdateNoData      = "SET #status = :status, #expiration = :expiration REMOVE #data, #in_progress_expiration, #steps, #suspended, #trace"
 	completeUpdateTrace       = "SET #status = :status, #data = :data, #expiration = :expiration, #trace = :trace REMOVE #in_progress_expiration, #steps, #suspended"
 	completeUpdateNoDataTrace = "SET #status = :status, #expiration = :expiration, #trace = :trace REMOVE #data, #in_progress_expiration, #steps, #suspended"
+)
+
+// The expressions every claim and completion sends, as the *string the SDK
+// takes, shared by all calls (the SDK only reads its inputs): taking a
+// constant's address allocates a copy per call.
+var (
+	claimConditionPtr            = aws.String(claimCondition)
+	claimConditionBoundPtr       = aws.String(claimConditionBound)
+	leaseConditionPtr            = aws.String(leaseCondition)
+	completeUpdatePtr            = aws.String(completeUpdate)
+	completeUpdateNoDataPtr      = aws.String(completeUpdateNoData)
+	completeUpdateTracePtr       = aws.String(completeUpdateTrace)
+	completeUpdateNoDataTracePtr = aws.String(completeUpdateNoDataTrace)
 )
 
 // A step is appended, and a record suspended, by its owner while it is in

@@ -38,6 +38,10 @@ var inProgressAttrValue = attrS(string(storage.StatusInProgress))
 // format version a claim takes over (shared as inProgressAttrValue is).
 var recordVersionValue = attrN(storage.RecordVersion)
 
+// completedAttrValue is a completion's :status (shared as
+// inProgressAttrValue is).
+var completedAttrValue = attrS(string(storage.StatusCompleted))
+
 // Store is an storage.Store kept in a DynamoDB table. Create it with New.
 // A Store is safe for concurrent use.
 type Store struct {
@@ -145,22 +149,23 @@ func (s *Store) Claim(ctx context.Context, rec storage.Record, now time.Time) (s
 
 // claimInput is the claim's PutItem for rec at now.
 func (s *Store) claimInput(rec *storage.Record, now time.Time) *dynamodb.PutItemInput {
-	cond, names := claimCondition, s.names.claim
+	vals := new(requestValues)
+	cond, names := claimConditionPtr, s.names.claim
 	values := map[string]types.AttributeValue{
-		":lease":          attrS(rec.Lease),
-		":now":            attrN(now.Unix()),
-		":now_ms":         attrN(now.UnixMilli()),
+		":lease":          vals.lease(rec.Lease),
+		":now":            vals.num(now.Unix()),
+		":now_ms":         vals.num(now.UnixMilli()),
 		":inprogress":     inProgressAttrValue,
 		":record_version": recordVersionValue,
 	}
 	if rec.Fingerprint != "" {
-		cond, names = claimConditionBound, s.names.claimBound
-		values[":validation"] = attrS(rec.Fingerprint)
+		cond, names = claimConditionBoundPtr, s.names.claimBound
+		values[":validation"] = vals.fingerprint(rec.Fingerprint)
 	}
 	return &dynamodb.PutItemInput{
 		TableName:                           s.table,
-		Item:                                s.claimItem(rec),
-		ConditionExpression:                 &cond,
+		Item:                                s.claimItem(rec, vals),
+		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
@@ -214,7 +219,7 @@ func (s *Store) refused(ctx context.Context, rec *storage.Record, now time.Time,
 func (s *Store) replaceRecord(ctx context.Context, rec, old *storage.Record, item map[string]types.AttributeValue, resume bool) (res storage.ClaimResult, done bool, err error) {
 	in := &dynamodb.PutItemInput{
 		TableName:                s.table,
-		Item:                     s.claimItem(rec),
+		Item:                     s.claimItem(rec, new(requestValues)),
 		ConditionExpression:      aws.String(replaceCondition),
 		ExpressionAttributeNames: s.names.replace,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -353,12 +358,13 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	if size := s.completedSize(&rec); size > s.opts.MaxItemBytes {
 		return fmt.Errorf("dynamostore: complete: %w: the item would be %d bytes (limit %d)", storage.ErrTooLarge, size, s.opts.MaxItemBytes)
 	}
-	update, values := s.completion(&rec)
+	vals := new(requestValues)
+	update, values := s.completion(&rec, vals)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.table,
-		Key:                                 s.key(rec.ID),
-		UpdateExpression:                    &update,
-		ConditionExpression:                 aws.String(leaseCondition),
+		Key:                                 s.keyOf(rec.ID, vals),
+		UpdateExpression:                    update,
+		ConditionExpression:                 leaseConditionPtr,
 		ExpressionAttributeNames:            s.names.complete,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -376,27 +382,28 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	}
 }
 
-// completion is the update expression of rec's completion and its values,
-// the fence's :lease included: Complete's, and the record's action in a
-// transaction's commit (Tx.Commit), which adds its own condition's values.
-func (s *Store) completion(rec *storage.Record) (string, map[string]types.AttributeValue) {
-	update := completeUpdate
+// completion is the update expression of rec's completion and its values
+// (from vals), the fence's :lease included: Complete's, and the record's
+// action in a transaction's commit (Tx.Commit), which adds its own
+// condition's values.
+func (s *Store) completion(rec *storage.Record, vals *requestValues) (*string, map[string]types.AttributeValue) {
+	update := completeUpdatePtr
 	values := map[string]types.AttributeValue{
-		":status":     attrS(string(rec.Status)),
-		":expiration": attrN(rec.ExpiresAt.Unix()),
-		":lease":      attrS(rec.Lease),
+		":status":     vals.status(rec.Status),
+		":expiration": vals.num(rec.ExpiresAt.Unix()),
+		":lease":      vals.lease(rec.Lease),
 	}
 	traced := rec.Trace != ""
 	if traced {
-		values[":trace"] = attrS(rec.Trace)
-		update = completeUpdateTrace
+		values[":trace"] = vals.str(rec.Trace)
+		update = completeUpdateTracePtr
 	}
 	if len(rec.Data) > 0 {
 		values[":data"] = &types.AttributeValueMemberB{Value: rec.Data}
 	} else if traced {
-		update = completeUpdateNoDataTrace
+		update = completeUpdateNoDataTracePtr
 	} else {
-		update = completeUpdateNoData
+		update = completeUpdateNoDataPtr
 	}
 	return update, values
 }

@@ -222,13 +222,14 @@ func (t *Tx) Commit(ctx context.Context, rec storage.Record) error {
 
 	in := &dynamodb.TransactWriteItemsInput{ClientRequestToken: t.token(&rec, len(items))}
 	if record {
-		update, values := s.completion(&rec)
+		vals := new(requestValues)
+		update, values := s.completion(&rec, vals)
 		values[":inprogress"] = inProgressAttrValue
 		in.TransactItems = make([]types.TransactWriteItem, 0, 1+len(items))
 		in.TransactItems = append(in.TransactItems, types.TransactWriteItem{Update: &types.Update{
 			TableName:                           s.table,
-			Key:                                 s.key(rec.ID),
-			UpdateExpression:                    &update,
+			Key:                                 s.keyOf(rec.ID, vals),
+			UpdateExpression:                    update,
 			ConditionExpression:                 aws.String(commitCondition),
 			ExpressionAttributeNames:            s.names.complete,
 			ExpressionAttributeValues:           values,
