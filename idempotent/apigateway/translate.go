@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/idemkit/idemkit/idempotent/internal/bodybuf"
 	"github.com/idemkit/idemkit/idempotent/nethttp"
 )
 
@@ -226,7 +227,7 @@ func asSent(vs []string) []string {
 type recorder struct {
 	header http.Header
 	status int
-	body   strings.Builder
+	body   bodybuf.Buffer
 }
 
 // Header implements http.ResponseWriter.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idemkit/idempotent/internal/bodybuf"
 )
 
 // Why a response passed through to the client before the record was
@@ -43,14 +45,14 @@ type capture struct {
 	outer http.Header         // a copy of its header before the handler ran: what outer middleware set
 	limit int64
 
-	status int             // 0 until the handler writes a final status
-	sent   http.Header     // a copy of the header as of the final status, as net/http takes it
-	body   strings.Builder // a string: the stored form takes it without a copy
-	passed string          // why the response passed through; "" while buffering
-	silent bool            // the handler returned without a status or a body: settle answered 200 for it
-	direct bool            // a request without a key: the response passes through as soon as it begins
-	guard  txGuard         // the handler's transaction: while open, the response is held
-	failed error           // the failure the handler reported with Fail
+	status int            // 0 until the handler writes a final status
+	sent   http.Header    // a copy of the header as of the final status, as net/http takes it
+	body   bodybuf.Buffer // a string: the stored form takes it without a copy
+	passed string         // why the response passed through; "" while buffering
+	silent bool           // the handler returned without a status or a body: settle answered 200 for it
+	direct bool           // a request without a key: the response passes through as soon as it begins
+	guard  txGuard        // the handler's transaction: while open, the response is held
+	failed error          // the failure the handler reported with Fail
 }
 
 // init readies c to capture a response meant for w.
@@ -198,7 +200,7 @@ func (c *capture) deliver() {
 			keep(k, v)
 		}
 	}
-	for _, list := range c.sent.Values("Trailer") {
+	for _, list := range c.sent["Trailer"] { // canonical: Values without canonicalizing it
 		for name := range strings.SplitSeq(list, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" {
 				if v, ok := h[name]; ok {

@@ -67,7 +67,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{h: h, w: w, r: r}
 	var call idempotent.Call
 	if !m.disabled {
-		key, err := ParseKey(r.Header.Values(HeaderIdempotencyKey))
+		key, err := ParseKey(r.Header[HeaderIdempotencyKey]) // canonical: Header.Values without canonicalizing it
 		if err != nil {
 			m.refuse(w, r, call, err)
 			return
@@ -84,7 +84,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			call.Key = key
 			fr := fpRequest{Method: method, Path: r.URL.EscapedPath(), Query: canonicalRawQuery(r.URL.RawQuery),
-				ContentType: r.Header.Get("Content-Type")}
+				ContentType: firstValue(r.Header, "Content-Type")}
 			// Room to sort a JSON body's objects for its canonical form.
 			if x.body, x.pooled, err = m.readBody(r, fr.FingerprintRoom(), isJSON(fr.ContentType)); err != nil {
 				m.refuse(w, r, call, err)
@@ -358,6 +358,16 @@ func (b *requestBody) retire() {
 	b.mu.Unlock()
 }
 
+// firstValue is h.Get(name) for a name in canonical form, which Get would
+// canonicalize again on every request (issue 35 bounds the middleware's
+// instructions per request).
+func firstValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // replayable reports whether every header name and value is valid UTF-8, so
 // that the stored form gives them back unchanged.
 func replayable(h map[string][]string) bool {
@@ -456,7 +466,7 @@ func (x *exchange) replay() {
 	added := make([]string, 0, 2) // the values added, in one slice
 	added = append(added, "true")
 	h[HeaderReplayed] = added[0:1:1] // canonical, as HeaderReplayed is
-	if h.Get("Content-Length") == "" {
+	if firstValue(h, "Content-Length") == "" {
 		added = append(added, strconv.Itoa(n))
 		h["Content-Length"] = added[1:2:2]
 	}
