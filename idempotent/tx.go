@@ -60,7 +60,15 @@ func (e *Engine) withTx(ctx context.Context, id, lease string) (context.Context,
 	if e.txs == nil {
 		return ctx, nil
 	}
-	t := &txRun{store: e.txs, id: id, lease: lease}
+	return e.withTxIn(ctx, new(txRun), id, lease)
+}
+
+// withTxIn is withTx, its transaction kept in t, which it resets.
+func (e *Engine) withTxIn(ctx context.Context, t *txRun, id, lease string) (context.Context, *txRun) {
+	if e.txs == nil {
+		return ctx, nil
+	}
+	t.store, t.id, t.lease, t.tx, t.ended = e.txs, id, lease, nil, false
 	return storage.ContextWithTx(ctx, t), t
 }
 
