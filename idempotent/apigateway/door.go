@@ -30,9 +30,9 @@ type door[Req, Resp any] struct {
 
 // payload is one payload format version's translations.
 type payload[Req, Resp any] struct {
-	// request is the event as an HTTP request, with ctx; errNoMethod if
-	// the event has no method.
-	request func(ctx context.Context, ev *Req) (*http.Request, error)
+	// request is the event as an HTTP request, with ctx, its URL and body
+	// reader in room; errNoMethod if the event has no method.
+	request func(ctx context.Context, room *requestRoom, ev *Req) (*http.Request, error)
 	// response is what the handler wrote, as the event response.
 	response func(rec *recorder) Resp
 	// caller is the scope the event's authorizer names, and the context of
@@ -44,8 +44,9 @@ type payload[Req, Resp any] struct {
 // carries it, for RequestV1FromContext and RequestV2FromContext (and the
 // typed handler of WrapV1 and WrapV2, which keeps its response here).
 type invocation[Req, Resp any] struct {
-	ev  Req      // the event, copied here: one allocation for all of it
-	rec recorder // what the handler wrote
+	ev   Req         // the event, copied here: one allocation for all of it
+	rec  recorder    // what the handler wrote
+	room requestRoom // the request's URL and body reader
 
 	// WrapV1 and WrapV2 only: the typed handler's response once it
 	// returned one, and what it was written as.
@@ -110,7 +111,7 @@ func (d *door[Req, Resp]) serve(ctx context.Context, inv *invocation[Req, Resp])
 	} else {
 		rctx = nethttp.ContextWithScope(rctx, scope)
 	}
-	r, err := d.request(rctx, &inv.ev)
+	r, err := d.request(rctx, &inv.room, &inv.ev)
 	if err != nil {
 		d.log().LogAttrs(ctx, slog.LevelError, "apigateway: event without an HTTP method; the handler did not run "+
 			"(is the function wrapped for the other payload format version, or invoked with another kind of event?)")

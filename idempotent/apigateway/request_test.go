@@ -89,7 +89,7 @@ func TestRequestV1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := requestV1(context.Background(), &tt.ev)
+			r, err := requestV1(context.Background(), new(requestRoom), &tt.ev)
 			scope := scopeV1(&tt.ev.RequestContext)
 			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})
@@ -131,7 +131,7 @@ func TestRequestV2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := requestV2(context.Background(), &tt.ev)
+			r, err := requestV2(context.Background(), new(requestRoom), &tt.ev)
 			scope := scopeV2(&tt.ev.RequestContext)
 			assert.Equal(t, tt.want, read(t, r, err, scope))
 		})
@@ -188,13 +188,13 @@ func TestHeaderNamesInTwoCases(t *testing.T) {
 		v2 := events.APIGatewayV2HTTPRequest{RawPath: "/p", Headers: map[string]string{
 			"x-a": "1", "X-A": "2", "x-A": "3", "idempotency-key": "k", "content-type": "text/plain", "x-b": "4"}}
 		v2.RequestContext.HTTP.Method = "POST"
-		r, err := requestV2(context.Background(), &v2)
+		r, err := requestV2(context.Background(), new(requestRoom), &v2)
 		require.NoError(t, err)
 		assert.Equal(t, http.Header{"X-A": {"2", "3", "1"}, "Idempotency-Key": {"k"}, "Content-Type": {"text/plain"}, "X-B": {"4"}}, r.Header)
 
 		v1 := events.APIGatewayProxyRequest{HTTPMethod: "POST", Path: "/p",
 			MultiValueHeaders: map[string][]string{"x-a": {"1"}, "X-A": {"2", "3"}, "idempotency-key": {"k"}}}
-		r, err = requestV1(context.Background(), &v1)
+		r, err = requestV1(context.Background(), new(requestRoom), &v1)
 		require.NoError(t, err)
 		assert.Equal(t, http.Header{"X-A": {"2", "3", "1"}, "Idempotency-Key": {"k"}}, r.Header)
 	}
@@ -264,7 +264,7 @@ func TestRequestsFromFixtures(t *testing.T) {
 				w := base
 				tt.want(&w)
 				inv := &invocationV2{ev: ev}
-				r, err := requestV2(context.WithValue(t.Context(), invocationKey{}, inv), &inv.ev)
+				r, err := requestV2(context.WithValue(t.Context(), invocationKey{}, inv), &inv.room, &inv.ev)
 				check(t, r, err, w)
 				got, ok := RequestV2FromContext(r.Context())
 				require.True(t, ok)
@@ -319,7 +319,7 @@ func TestRequestsFromFixtures(t *testing.T) {
 				w := base
 				tt.want(&w)
 				inv := &invocationV1{ev: ev}
-				r, err := requestV1(context.WithValue(t.Context(), invocationKey{}, inv), &inv.ev)
+				r, err := requestV1(context.WithValue(t.Context(), invocationKey{}, inv), &inv.room, &inv.ev)
 				check(t, r, err, w)
 				got, ok := RequestV1FromContext(r.Context())
 				require.True(t, ok)

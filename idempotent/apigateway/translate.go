@@ -26,9 +26,10 @@ var errNoMethod = errors.New("the event carries no HTTP method: it is not an API
 // form, for the fingerprint, is path itself when path is a valid escaped
 // path), raw query, header, body (decoded when base64; a body that does not
 // decode, which API Gateway never sends, is taken as it is, and the handler
-// decides what to answer), with ctx.
-func newRequest(ctx context.Context, method, path, query string, header http.Header, body string, b64 bool) *http.Request {
-	u := &url.URL{Path: path, RawQuery: query}
+// decides what to answer), with ctx, its URL and body reader in room.
+func newRequest(ctx context.Context, room *requestRoom, method, path, query string, header http.Header, body string, b64 bool) *http.Request {
+	u := &room.url
+	*u = url.URL{Path: path, RawQuery: query}
 	if p, err := url.PathUnescape(path); err == nil && p != path {
 		u.Path, u.RawPath = p, path
 	}
@@ -41,11 +42,18 @@ func newRequest(ctx context.Context, method, path, query string, header http.Hea
 		}
 	}
 	if body != "" {
-		sb := new(stringBody)
-		sb.Reset(body)
-		r.Body, r.ContentLength = sb, int64(len(body))
+		room.body.Reset(body)
+		r.Body, r.ContentLength = &room.body, int64(len(body))
 	}
 	return r.WithContext(ctx)
+}
+
+// requestRoom is the memory of an event's request that can live in its
+// invocation's allocation, as long as it: its URL and its body's reader
+// (two allocations fewer per event).
+type requestRoom struct {
+	url  url.URL
+	body stringBody
 }
 
 // stringBody is an event's body as a request's: io.NopCloser's, in one

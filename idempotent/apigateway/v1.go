@@ -69,7 +69,7 @@ var payloadV1 = payload[events.APIGatewayProxyRequest, events.APIGatewayProxyRes
 // the request context when the event's own are empty), query parameters
 // (the multi-value ones when there are any), and headers (the multi-value
 // ones, and those only the single-value map holds).
-func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest) (*http.Request, error) {
+func requestV1(ctx context.Context, room *requestRoom, ev *events.APIGatewayProxyRequest) (*http.Request, error) {
 	method := ev.HTTPMethod
 	if method == "" {
 		method = ev.RequestContext.HTTPMethod
@@ -92,7 +92,7 @@ func requestV1(ctx context.Context, ev *events.APIGatewayProxyRequest) (*http.Re
 		}
 		query = values.Encode()
 	}
-	r := newRequest(ctx, method, path, query, headerV1(ev.Headers, ev.MultiValueHeaders), ev.Body, ev.IsBase64Encoded)
+	r := newRequest(ctx, room, method, path, query, headerV1(ev.Headers, ev.MultiValueHeaders), ev.Body, ev.IsBase64Encoded)
 	r.Host, r.RemoteAddr = ev.RequestContext.DomainName, ev.RequestContext.Identity.SourceIP
 	return r, nil
 }

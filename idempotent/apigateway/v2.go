@@ -69,7 +69,7 @@ var payloadV2 = payload[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPR
 // requestV2 is an HTTP API event as an HTTP request: its method, raw path
 // (the request context's path when it is empty), raw query (the query
 // parameters, when it is empty), headers and cookies.
-func requestV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest) (*http.Request, error) {
+func requestV2(ctx context.Context, room *requestRoom, ev *events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	rc := &ev.RequestContext
 	if rc.HTTP.Method == "" {
 		return nil, errNoMethod
@@ -91,7 +91,7 @@ func requestV2(ctx context.Context, ev *events.APIGatewayV2HTTPRequest) (*http.R
 	if len(ev.Cookies) > 0 && h["Cookie"] == nil {
 		h["Cookie"] = []string{strings.Join(ev.Cookies, "; ")}
 	}
-	r := newRequest(ctx, rc.HTTP.Method, path, query, h, ev.Body, ev.IsBase64Encoded)
+	r := newRequest(ctx, room, rc.HTTP.Method, path, query, h, ev.Body, ev.IsBase64Encoded)
 	r.Host, r.RemoteAddr = rc.DomainName, rc.HTTP.SourceIP
 	return r, nil
 }

@@ -262,13 +262,14 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		return nil, nil
 	}
 	x.c.init(x.w, x.h.m.maxBody)
-	r := x.r.WithContext(ctx)
+	rctx := ctx
 	if transactional {
 		// The handler's writes commit when it returns: the guard holds the
 		// response until then (see txGuard).
 		x.c.guard.parent = ctx
-		r = x.r.WithContext(storage.ContextWithTx(ctx, &x.c.guard))
+		rctx = storage.ContextWithTx(ctx, &x.c.guard)
 	}
+	r := x.r.WithContext(rctx) // one copy of the request
 	if !x.keyed {
 		// The response passes straight through, unless the handler opens
 		// its transaction first: then it is held until the commit.
