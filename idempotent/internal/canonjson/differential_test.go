@@ -51,6 +51,15 @@ var trickyInputs = func() []string {
 		`{1:2}`, `{a:1}`, `{"a":1 "b":2}`, `[}`, `{]`, `[1}`, `{"a":1]`, `]`, `}`, `:`, `,`, `[[]`, `[]]`, `{}}`,
 		`[[],{},[{}],{"a":[]}]`, `{"a":[{"b":{}}]}`, `"a" "b"`, `[]x`, `{}1`, `"a"1`, "{}\x00", `{"a":1}garbage`,
 		"[\"\u00e9\",\"\u00e9\"]", `{"a"}`, `{"a",}`, `{"a":1,"b"}`, `[:]`, `{:1}`,
+		// Invalid UTF-8 is ErrInvalid before any other error, wherever it is.
+		"[1,\xff]", "{\"a\":1}\xff", "\xff{}", "{\"a\":1,\"a\":2,\"b\":\"\xff\"}", "{\"a\":1,\"a\":2}\xc3",
+		"{\"\xff\":1,\"\xff\":2}", "[\"\xe2\x80\xa8\xe2\x80\"]", "[\"\xe2\x80\xa8\", \"x\" 1, \"\xff\"]", "[tru\xff]",
+		"{\"a\" \xff:1}", "[1e\xff]", "\"\xf0\x9f\x98\"", "\"abcdefg\xc3\"", "\"abcdefgh\xc3\"", "\"abcdefghijklmno\xe2\x80\"",
+		strings.Repeat("[", canonjson.MaxDepth+2) + "\xff", strings.Repeat(`{"k":`, canonjson.MaxDepth+2) + "\"\xff\"",
+		// '^', '|' and '~', which the string scan stops at, though written as
+		// they are; and the bytes around '<', '>', '\\', '"' and '&'.
+		`"^|~"`, `{"a^":1,"a|":2,"a~":3,"a":4}`, `["abcdefg^","abcdefgh|","abcdefghijklmno~","x"]`, "\"=?;[]{}#$%'()*+,-./:@_`\"",
+		`{"~":1,"|":2,"^":3,"<":4,"\\":5,"]":6,"[":7,"=":8}`,
 	}
 	// Objects past the insertion sort's size (12 members): reversed, shuffled,
 	// with a duplicate, with escaped keys.
@@ -152,6 +161,66 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// stringSpecials are what a string holds next to the 8 bytes at a time the
+// scanner reads: escapes, the characters it escapes, past ASCII (2 to 4
+// bytes, U+2028 and U+2029 and their neighbours), invalid UTF-8, control
+// characters, '^', '|' and '~' (which it stops at, though it writes them as
+// they are), and characters near those it stops at.
+var stringSpecials = []string{
+	`\"`, `\\`, `\n`, `\u0041`, `\ud83d\ude00`, `\ud83d`, "<", ">", "&", "^", "|", "~", "=", "]", "[", "!", "#", "'", "\x7f", " ",
+	"é", "€", "😀", "\u2028", "\u2029", "\u2027", "\u202a", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80", "\x00", "\x1f",
+}
+
+// TestDifferentialStringBoundaries checks strings of every length to 24 with
+// a special character at every offset to 15 (stringSpecials), as values and
+// keys, at the end of the input (where the scanner reads its last 8 bytes)
+// and before 32 bytes more.
+func TestDifferentialStringBoundaries(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat("p", 32)
+	for n := 0; n <= 24; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			base := strings.Repeat("abcdefgh", 4)[:n]
+			for i := 0; i <= min(n, 15); i++ {
+				for _, sp := range stringSpecials {
+					str := `"` + base[:i] + sp + base[i:] + `"`
+					for _, doc := range []string{
+						str, `[` + str + `,"` + pad + `"]`, `{` + str + `:` + str + `}`,
+						`{"m":0,` + str + `:1,"` + pad + `":2}`, `{` + str + `:0,"m":` + str + `}`,
+					} {
+						checkDifferential(t, []byte(doc))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDifferentialMemberCopy checks objects reordered as they are copied
+// from the input, members about 32 bytes long (which the copy takes apart),
+// members in order next to each other or not, with the object at the end of
+// the input or before 32 bytes more.
+func TestDifferentialMemberCopy(t *testing.T) {
+	t.Parallel()
+	member := func(key string, n int) string { return `"` + key + `":"` + strings.Repeat("v", n) + `"` }
+	for n := 18; n <= 30; n++ {
+		for _, keys := range [][]string{{"b", "a"}, {"c", "a", "b"}, {"b", "c", "a"}, {"d", "b", "c", "a"}, {"a", "c", "b", "d"}} {
+			var ms []string
+			for k, key := range keys {
+				ms = append(ms, member(key, n+k%3))
+			}
+			obj := "{" + strings.Join(ms, ",") + "}"
+			for _, doc := range []string{
+				obj, "[" + obj + "]", "[" + obj + `,"` + strings.Repeat("p", 32) + `"]`, `{"z":` + obj + `,"a":` + obj + "}",
+				"[" + obj + "," + obj + "]", `{"k":[` + obj + "]}",
+			} {
+				checkDifferential(t, []byte(doc))
+			}
+		}
+	}
+}
+
 // FuzzDifferential checks that Canonicalize and Append agree with the
 // reference on every input: the same canonical bytes, or the same error.
 // nest wraps the input in that many arrays and objects (modulo a little over
@@ -225,6 +294,17 @@ func checkDifferential(t testingT, in []byte) {
 	} else {
 		require.NoError(t, err)
 		require.Equal(t, "prefix:"+string(want), string(appended))
+	}
+
+	// And after a dst with room to spare, which the objects reordered use.
+	roomy := append(make([]byte, 0, 2*len(in)+64), "roomy:"...)
+	appended2, err := canonjson.Append(roomy, in)
+	if wantErr != nil {
+		require.Equal(t, errorClass(wantErr), errorClass(err))
+		require.Equal(t, "roomy:", string(appended2))
+	} else {
+		require.NoError(t, err)
+		require.Equal(t, "roomy:"+string(want), string(appended2))
 	}
 
 	// The parser Append replaced returns the same bytes, and the same
