@@ -18,8 +18,15 @@ func appendQuoted[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is still to be written as it is
 	for i := 0; i < len(s); {
-		if asIs[s[i]] {
+		c := s[i]
+		if asIs[c] {
 			i++
+			continue
+		}
+		if c < utf8.RuneSelf { // an ASCII escape, without escape's call: JSON text is full of quotes
+			dst = append(append(dst, s[start:i]...), asciiEscapes[c]...)
+			i++
+			start = i
 			continue
 		}
 		esc, size := escape(s, i)
@@ -32,20 +39,6 @@ func appendQuoted[S string | []byte](dst []byte, s S) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// QuotedLen returns the length of AppendQuoted(nil, s) without writing it, so
-// that a caller can size its output exactly.
-func QuotedLen(s string) int {
-	n := len(s) + len(`""`)
-	for i := 0; i < len(s); {
-		esc, size := escape(s, i)
-		if esc != "" {
-			n += len(esc) - size
-		}
-		i += size
-	}
-	return n
 }
 
 // escape returns the escape AppendQuoted writes for the character at s[i],
