@@ -207,8 +207,10 @@ func writeResponse(w http.ResponseWriter, status int, single map[string]string, 
 			i++
 		}
 	}
-	for k, vs := range multi {
-		h[asSent1(k)] = asSent(vs)
+	if len(multi) > 0 { // most responses have none: no iteration begun
+		for k, vs := range multi {
+			h[asSent1(k)] = asSent(vs)
+		}
 	}
 	if len(cookies) > 0 {
 		h["Set-Cookie"] = append(slices.Clip(h["Set-Cookie"]), asSent(cookies)...)

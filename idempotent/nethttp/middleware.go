@@ -305,18 +305,22 @@ func (x *exchange) work(ctx context.Context) ([]byte, error) {
 		// gets it after the commit; the record cannot hold it.
 		return nil, x.h.m.core.NotStored(errors.New(passTooLarge))
 	}
-	header := c.storedHeader()
-	if !replayable(header) {
-		// JSON would change bytes that are not UTF-8: a replay would differ.
-		return nil, x.h.m.core.NotStored(errors.New("a response header is not valid UTF-8"))
-	}
-	resp := storedResponse{StatusCode: c.status, MultiValueHeaders: header}
+	resp := storedResponse{StatusCode: c.status, MultiValueHeaders: c.storedHeader()}
 	if b := c.body.String(); utf8.ValidString(b) {
 		resp.Body = b
 	} else {
 		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(b)), true
 	}
-	stored := x.h.m.filter.Stored(&resp)
+	// Most responses keep every header, all valid UTF-8: storedWhole checks
+	// both in one pass over the header. Else the header is checked here.
+	stored, whole := x.h.m.filter.storedWhole(&resp)
+	if !whole {
+		if !replayable(resp.MultiValueHeaders) {
+			// JSON would change bytes that are not UTF-8: a replay would differ.
+			return nil, x.h.m.core.NotStored(errors.New("a response header is not valid UTF-8"))
+		}
+		stored = x.h.m.filter.Stored(&resp)
+	}
 	return encodeStored(&stored), nil
 }
 

@@ -726,3 +726,35 @@ func postWhole(t testing.TB, client *http.Client, base string) (*http.Response, 
 	require.NoError(t, err)
 	return resp, string(body)
 }
+
+// TestHeaderNotUTF8NotStored: a response header value that is not valid
+// UTF-8 could not be replayed byte for byte (the stored form is JSON), so the
+// first client gets the response and the record is completed without it: a
+// retry gets 409 response-not-stored and the handler does not run again.
+func TestHeaderNotUTF8NotStored(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("X-Note", "caf\xe9")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	})
+	mw := nethttp.Middleware(newEngine(idempotent.NewMemoryStore()))(h)
+	call := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(`{}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(nethttp.HeaderIdempotencyKey, `"k"`)
+		w := httptest.NewRecorder()
+		mw.ServeHTTP(w, r)
+		return w
+	}
+	first := call()
+	require.Equal(t, http.StatusCreated, first.Code)
+	assert.Equal(t, "caf\xe9", first.Header().Get("X-Note"))
+	assert.Equal(t, `{"ok":true}`, first.Body.String())
+	second := call()
+	assert.Equal(t, http.StatusConflict, second.Code)
+	assert.Contains(t, second.Body.String(), nethttp.ProblemResponseNotStored)
+	assert.Equal(t, int32(1), runs.Load())
+}
