@@ -160,6 +160,12 @@ func (c *capture) pass(reason string) {
 // the buffered body to the client.
 func (c *capture) commit() {
 	restore(c.w.Header(), c.sent)
+	c.send()
+}
+
+// send sends the status and the buffered body; the header is as of the
+// handler's WriteHeader.
+func (c *capture) send() {
 	c.w.WriteHeader(c.status)
 	if c.body.Len() > 0 {
 		// A gone client is the handler's to notice on its next write. (net/http's
@@ -188,6 +194,12 @@ func (c *capture) deliver() {
 		return
 	}
 	h := c.w.Header()
+	if maps.EqualFunc(h, c.sent, sameValues) {
+		// As of WriteHeader, as most handlers leave it: any trailers are
+		// in it already, and there is nothing to put back.
+		c.send()
+		return
+	}
 	var trailers http.Header // most responses have none
 	keep := func(name string, v []string) {
 		if trailers == nil {
