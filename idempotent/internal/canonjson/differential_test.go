@@ -221,6 +221,24 @@ func TestDifferentialMemberCopy(t *testing.T) {
 	}
 }
 
+// TestDifferentialReorderRoom checks objects reordered in the output (a
+// member rewritten before they close) whose text is around the 2 KB that
+// reorder puts together on the stack, past which it uses its scratch
+// buffer, twice in a document (the buffer reused), and with room to spare
+// in dst (checkDifferential's roomy).
+func TestDifferentialReorderRoom(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2000, 2020, 2030, 2031, 2032, 2033, 2040, 2047, 2048, 2049, 2050, 2100, 4096} {
+		// {"z":{"b":1,"a":2},"y":"vvv…"}: the inner object moved, then the
+		// outer one, n bytes from its first member to its '}'.
+		head := `"z":{"b":1,"a":2},"y":"`
+		obj := "{" + head + strings.Repeat("v", max(n-len(head)-1, 0)) + `"}`
+		for _, doc := range []string{obj, "[" + obj + "," + obj + "]", `{"b":` + obj + `,"a":` + obj + "}"} {
+			checkDifferential(t, []byte(doc))
+		}
+	}
+}
+
 // FuzzDifferential checks that Canonicalize and Append agree with the
 // reference on every input: the same canonical bytes, or the same error.
 // nest wraps the input in that many arrays and objects (modulo a little over
