@@ -93,9 +93,12 @@ type job struct {
 	// (Batch.Do): the next call's work need not wait for it.
 	batch  *Batch
 	queued bool // batch took the completion over
-	// ictx and tx are run's invocation context and transaction, in the
-	// job's allocation: two fewer per run (a job runs its work at most
-	// once).
+}
+
+// runState is what run keeps for the work's duration: its invocation
+// context and transaction slot, in one allocation where they took two
+// (kept out of job, which a replay allocates too).
+type runState struct {
 	ictx invocationCtx
 	tx   txRun
 }
@@ -479,10 +482,11 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	ictx := &j.ictx
+	st := new(runState)
+	ictx := &st.ictx
 	*ictx = invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
 		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}
-	rctx, txr := e.withTxIn(ictx, &j.tx, rec.ID, rec.Lease)
+	rctx, txr := e.withTxIn(ictx, &st.tx, rec.ID, rec.Lease)
 	wctx, cancel := context.WithDeadlineCause(rctx, workDeadline, errLeaseEnding)
 	if werr := wctx.Err(); werr != nil {
 		cancel()
