@@ -95,9 +95,10 @@ type job struct {
 	queued bool // batch took the completion over
 }
 
-// runState is what run keeps for the work's duration: its invocation
-// context and transaction slot, in one allocation where they took two
-// (kept out of job, which a replay allocates too).
+// runState is what run keeps for the work's duration with a store that
+// has transactions: its invocation context and transaction slot, in one
+// allocation where they took two (kept out of job, which a replay
+// allocates too).
 type runState struct {
 	ictx invocationCtx
 	tx   txRun
@@ -482,11 +483,14 @@ func (e *Engine) run(ctx context.Context, j *job, rec storage.Record, workDeadli
 	// lease could run side by side with the invocation that takes it over. A
 	// context born done (a claim so slow that no time is left, or an
 	// invocation that ended meanwhile) gives the key back unrun.
-	st := new(runState)
-	ictx := &st.ictx
+	ictx, slot := new(invocationCtx), (*txRun)(nil)
+	if e.txs != nil {
+		st := new(runState)
+		ictx, slot = &st.ictx, &st.tx
+	}
 	*ictx = invocationCtx{Context: ctx, recordID: rec.ID, tookOver: claim.TookOver, resumed: claim.Resumed,
 		steps: stepLog{e: e, id: rec.ID, lease: rec.Lease, resumed: claim.Steps}}
-	rctx, txr := e.withTxIn(ictx, &st.tx, rec.ID, rec.Lease)
+	rctx, txr := e.withTxIn(ictx, slot, rec.ID, rec.Lease)
 	wctx, cancel := context.WithDeadlineCause(rctx, workDeadline, errLeaseEnding)
 	if werr := wctx.Err(); werr != nil {
 		cancel()
