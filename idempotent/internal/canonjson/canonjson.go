@@ -269,7 +269,7 @@ value: // A value starts at i, maybe after white space.
 	switch c := s[i]; {
 	case c == '"':
 		// plain(s, i+1), its first 8 bytes inlined: most strings end within them.
-		j := len(s)
+		var j int
 		if len(s)-i > 8 {
 			if m := special(le.Uint64(s[i+1:])); m != 0 {
 				j = i + 1 + bits.TrailingZeros64(m)/8
@@ -430,7 +430,8 @@ key: // An object member starts at i, maybe after white space.
 	}
 	// plain(s, i+1) and the key's prefix, from its first 8 bytes read once
 	// (inlined: most keys end within them).
-	j, prefix := len(s), uint64(0)
+	var j int
+	var prefix uint64
 	if len(s)-i > 8 {
 		x := le.Uint64(s[i+1:])
 		if m := special(x); m != 0 {
