@@ -27,15 +27,15 @@ func attrN(n int64) *types.AttributeValueMemberN {
 
 // key returns the primary key of the item holding record id.
 func (s *Store) key(id string) map[string]types.AttributeValue {
-	return s.keyOf(id, new(requestValues))
+	return s.keyOf(attrS(id))
 }
 
-// keyOf is key, its value from vals.
-func (s *Store) keyOf(id string, vals *requestValues) map[string]types.AttributeValue {
+// keyOf is key for the record id's value id.
+func (s *Store) keyOf(id types.AttributeValue) map[string]types.AttributeValue {
 	if s.opts.SortKeyAttr == "" {
-		return map[string]types.AttributeValue{s.opts.KeyAttr: vals.str(id)}
+		return map[string]types.AttributeValue{s.opts.KeyAttr: id}
 	}
-	return map[string]types.AttributeValue{s.opts.KeyAttr: s.staticPK, s.opts.SortKeyAttr: vals.str(id)}
+	return map[string]types.AttributeValue{s.opts.KeyAttr: s.staticPK, s.opts.SortKeyAttr: id}
 }
 
 // claimItem is the item a claim writes: every field of rec, leaving out the

@@ -362,7 +362,7 @@ func (s *Store) Complete(ctx context.Context, rec storage.Record) error {
 	update, values := s.completion(&rec, vals)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           s.table,
-		Key:                                 s.keyOf(rec.ID, vals),
+		Key:                                 s.keyOf(vals.str(rec.ID)),
 		UpdateExpression:                    update,
 		ConditionExpression:                 leaseConditionPtr,
 		ExpressionAttributeNames:            s.names.complete,

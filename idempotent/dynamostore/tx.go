@@ -228,7 +228,7 @@ func (t *Tx) Commit(ctx context.Context, rec storage.Record) error {
 		in.TransactItems = make([]types.TransactWriteItem, 0, 1+len(items))
 		in.TransactItems = append(in.TransactItems, types.TransactWriteItem{Update: &types.Update{
 			TableName:                           s.table,
-			Key:                                 s.keyOf(rec.ID, vals),
+			Key:                                 s.keyOf(vals.str(rec.ID)),
 			UpdateExpression:                    update,
 			ConditionExpression:                 aws.String(commitCondition),
 			ExpressionAttributeNames:            s.names.complete,
